@@ -73,7 +73,7 @@ from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
 from agent.text import one_line
-from agent.verify import check_once
+from agent.verify import Verifier, check_once, timeout_of
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -85,7 +85,8 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 ENDED_BY_OPERATOR = "ended_by_operator"  # the error type of a run `end` ended: never resumed
-AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it this long (due again if it died)
+RENEW_RETRY_SHARE = 30  # a failed lease renewal is tried again after this share of the lease
+AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it at least this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
 
@@ -97,6 +98,15 @@ class AnswerError(EndstateError):
 class AgentUnavailable(EndstateError):
     """A catalog entry's own code (`prepare`, `build`) failed: the deployment's fault, not the
     request's; the message names the entry, the step and the exception."""
+
+
+class Unrecoverable(EndstateError):
+    """A run that recovery took could not be continued: it was ended `error` (`result`, whose note
+    says why and what continues it once fixed)."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(f"it ended error ({result.error_type}): {result.note}")
+        self.result = result
 
 
 class NotInCatalog(AgentUnavailable):
@@ -420,9 +430,8 @@ class Runner:
                 check_extensible(agent, snapshot, more)
         except Exception as exc:
             if recovering:
-                self._end_unresumable(record, exc)
-            else:
-                self._let_go(record.run_id, release_to)
+                raise Unrecoverable(self._end_unresumable(record, exc)) from exc
+            self._let_go(record.run_id, release_to)
             raise
         except BaseException:
             self._let_go(record.run_id, release_to)
@@ -506,8 +515,8 @@ class Runner:
         try:
             return self._expiry_job(record, now)
         except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
-            log.error("run %s cannot be expired here: %s", record.run_id, _why(exc))
-            self._end_unresumable(record, exc)
+            ended = Unrecoverable(self._end_unresumable(record, exc))
+            log.error("run %s cannot be expired here: %s", record.run_id, ended)
         return None
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
@@ -661,7 +670,7 @@ class Runner:
         else:
             kept = "Its last checkpoint is kept" if record.snapshot_json else "It had no checkpoint yet"
             then = f"{kept}: fix the cause, then `endstate resume {record.run_id}` continues it"
-        note = f"The run could not be continued: {_why(exc)}. {then}."
+        note = f"The run could not be continued: {_as_ended(_why(exc))}. {then}."
         ran = failed is not None
         return self._end_as_error(record, error_type, note, keep_answer=not ran, ran=ran)
 
@@ -794,10 +803,9 @@ class Runner:
             signal = either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
             result = await job.segment(signal)
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
-            if job.recovering:
-                await self._on_writer(self._end_unresumable, job.record, exc)
-            else:
-                await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
+            if job.recovering:  # nobody asked for it: it ends error, saying why
+                raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
+            await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
         except Exception as exc:  # the segment itself failed, past every catch of the loop or a
             # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
@@ -901,27 +909,39 @@ class Runner:
         """Make every audit that is due: the agent's independent check over the finished run."""
         done = []
         now = self.clock.time() if now is None else now
-        for due in self.store.due_audits(now, agents=self.catalog.names()):  # others' are theirs
-            until = max(now, self.clock.time()) + AUDIT_HOLD_SECONDS
+        # each store call (and build) off the loop: a store that hangs never holds the event loop
+        listed = functools.partial(self.store.due_audits, now, agents=self.catalog.names())
+        for due in await self._on_writer(listed):  # (the other agents' audits are their runners')
+            subject = await self._on_writer(self._audit_subject, due)
+            until = max(now, self.clock.time()) + audit_hold(subject)
             if not await self._on_writer(self.store.claim_audit, due, until):
                 continue  # another worker of the fleet makes it: its check runs once, not once a worker
-            outcome, note = await self._audit(due)
+            outcome, note = await self._audit(subject)
             if await self._on_writer(self.store.record_audit, due.run_id, outcome, note, self.clock.time()):
                 done.append(dataclasses.replace(due, outcome=outcome, note=note))
                 if self.on_audit is not None:
                     self.on_audit(due.agent, due.task_type, str(outcome))
         return done
 
-    async def _audit(self, due: Audit) -> tuple[AuditOutcome, str]:
+    def _audit_subject(self, due: Audit) -> tuple[Verifier, RunContext] | str:
+        """The audit's check and the finished run it looks at; or why the audit cannot be made."""
         try:
             record = self.store.get(due.run_id)
             snap = self.store.snapshot(due.run_id)
             if record is None or snap is None:
-                return AuditOutcome.ERROR, "the run or its journal is no longer in the store"
+                return "the run or its journal is no longer in the store"
             agent = self._agent(record.agent, record.state, record.run_id)
             if agent.audit is None:
-                return AuditOutcome.ERROR, f"agent {record.agent!r} has no audit check any more"
-            failures = await check_once(agent.audit.check, context_of(snap, record))  # hung: error
+                return f"agent {record.agent!r} has no audit check any more"
+            return agent.audit.check, context_of(snap, record)
+        except Exception as exc:
+            return _why(exc)
+
+    async def _audit(self, subject: tuple[Verifier, RunContext] | str) -> tuple[AuditOutcome, str]:
+        if isinstance(subject, str):
+            return AuditOutcome.ERROR, subject
+        try:
+            failures = await check_once(*subject)  # hung: error, at the check's own timeout
         except Exception as exc:
             return AuditOutcome.ERROR, _why(exc)
         if failures:
@@ -1078,11 +1098,22 @@ class Runner:
         if self._beats is None:
             self._beats = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-leases")
         renew = functools.partial(self.store.heartbeat, self.lease(), sorted(self.held()))
+        every = self.lease_seconds / 3
         try:
-            with contextlib.suppress(StoreError):
-                await asyncio.get_running_loop().run_in_executor(self._beats, renew)
+            await asyncio.get_running_loop().run_in_executor(self._beats, renew)
+        except StoreError:  # tried again soon, not a third of a lease later: a store back within
+            every = self.lease_seconds / RENEW_RETRY_SHARE  # the lease gets the renewal before it runs out
         finally:
-            self._beat = asyncio.get_running_loop().call_later(self.lease_seconds / 3, self._beat_due)
+            self._beat = asyncio.get_running_loop().call_later(every, self._beat_due)
+
+
+def audit_hold(subject: tuple[Verifier, RunContext] | str) -> float:
+    """How long a worker making an audit holds it: `AUDIT_HOLD_SECONDS`, or its check's own timeout
+    and a minute more when that is longer (a worker still inside a slow check is not dead: another
+    that made the audit again meanwhile would run the check twice)."""
+    if isinstance(subject, str):
+        return AUDIT_HOLD_SECONDS
+    return max(AUDIT_HOLD_SECONDS, (timeout_of(subject[0]) or 0.0) + 60.0)
 
 
 def ended_result(
@@ -1245,6 +1276,12 @@ def head_kind(head_json: str | None) -> SnapshotKind | None:
 
 def _why(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
+
+
+def _as_ended(why: str) -> str:
+    """A refusal's reason, told of a run that is ended for it: its "nothing was changed" (true of a
+    refused claim, which gives the run back) is not true of this run, so it is left out."""
+    return re.sub(r"[;,]? (and )?nothing was changed\b", "", why)
 
 
 def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:

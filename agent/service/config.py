@@ -154,15 +154,26 @@ class Service:
         if self.scraped is not None and self._waits_for_scrape():
             await first_scrape(self.scraped, self.first_scrape_wait, "recovering runs")
             await self._recover()
+        self._tasks.append(asyncio.create_task(self._audit_forever(), name="audits"))
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
                 for job in await self.off_loop(self.runner.expiry_jobs):
                     self.runner.spawn(job)
-                await self.runner.audit_due()
-            except EndstateError:
-                log.exception("the deadline sweep failed; trying again later")
+            except EndstateError as exc:
+                _failed("the deadline sweep", exc)
             await self._recover()
+
+    async def _audit_forever(self) -> None:
+        """Make the success audits that are due, beside the sweep: a check may take as long as its
+        timeout (an evaluator model, a look at the outside world), and deadlines and recovery never
+        wait for it."""
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.runner.audit_due()
+            except EndstateError as exc:
+                _failed("making the due success audits", exc)
 
     def room(self) -> int | None:
         """How many more runs `max_running` lets this service hold; None: no cap."""
@@ -179,8 +190,8 @@ class Service:
         while True:
             try:
                 await run_in_threadpool(upkeep.once)
-            except EndstateError:
-                log.exception("pruning or counting labels failed; trying again later")
+            except EndstateError as exc:
+                _failed("pruning or counting labels", exc)
             await asyncio.sleep(self.upkeep_interval)
 
     async def _recover(self) -> None:
@@ -193,8 +204,8 @@ class Service:
         try:
             for job in await self.off_loop(self.runner.recovery_jobs, room):
                 self.runner.spawn(job)
-        except EndstateError:
-            log.exception("recovering runs failed; trying again later")
+        except EndstateError as exc:
+            _failed("recovering runs", exc)
 
 
 class _Gate:
@@ -216,6 +227,12 @@ class _Gate:
             if self._state == "queued":
                 self._state = "abandoned"
         return self._state == "abandoned"
+
+
+def _failed(what: str, exc: EndstateError) -> None:
+    """Log a periodic task's failure in one line: an EndstateError says what is wrong (a store that
+    restarts fails every sweep meanwhile; a traceback each time would bury the cause)."""
+    log.error("%s failed; trying again later: %s", what, exc)
 
 
 def _retrieved(probe: asyncio.Future[Any]) -> None:

@@ -106,7 +106,10 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--read-auth", choices=("auto", "token", "open"), default=os.environ.get(ENV_READ_AUTH) or "auto",
         help=READ_AUTH_HELP,
     )  # fmt: skip
-    p.add_argument("--body-timeout", type=seconds, default=30.0, help="seconds a request body may take")
+    p.add_argument(
+        "--body-timeout", type=seconds, default=30.0,
+        help="seconds a request body may take, and a client may take none of its response",
+    )  # fmt: skip
     p.add_argument(
         "--header-timeout", type=seconds, default=10.0, help="seconds a request's headers may take"
     )
@@ -199,7 +202,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from agent.service.app import create_app, reads_need_token
-    from agent.service.guard import guarded_h11
+    from agent.service.guard import accept_backlog, guarded_h11
     from telemetry import Telemetry
 
     read_token = reads_need_token(args.host, args.read_auth)  # bad settings said before anything is made
@@ -219,7 +222,8 @@ def serve(args: argparse.Namespace) -> int:
         say_serving(service, args)
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
-            timeout_graceful_shutdown=max(1, int(args.grace)), http=guarded_h11(args.header_timeout),
+            timeout_graceful_shutdown=max(1, int(args.grace)), backlog=accept_backlog(),
+            http=guarded_h11(args.header_timeout, write_timeout=args.body_timeout),
         )  # fmt: skip
         run_until_stopped(config)
     finally:

@@ -221,7 +221,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from agent.service.app import create_app
     from agent.service.auth import load_token
-    from agent.service.guard import guarded_h11
+    from agent.service.guard import accept_backlog, guarded_h11
     from agent.service.server import check_port_free, run_until_stopped, say_serving
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
@@ -239,7 +239,7 @@ def serve(args: argparse.Namespace) -> int:
         say_serving(service, args)  # who may read, the hosts served, the inbox's address
         config = uvicorn.Config(
             create_app(service), host=args.host, port=args.port, lifespan="on", log_level="info",
-            http=guarded_h11(args.header_timeout),
+            http=guarded_h11(args.header_timeout), backlog=accept_backlog(),
         )  # fmt: skip
         run_until_stopped(config)  # SIGTERM: closes all, then exits 0, as `serve` over a store
     finally:
