@@ -160,7 +160,7 @@ class Service:
             try:
                 for job in await self.off_loop(self.runner.expiry_jobs):
                     self.runner.spawn(job)
-            except EndstateError as exc:
+            except Exception as exc:  # one that escaped would end this loop, unseen, for good
                 _failed("the deadline sweep", exc)
             await self._recover()
 
@@ -172,7 +172,7 @@ class Service:
             await asyncio.sleep(self.sweep_interval)
             try:
                 await self.runner.audit_due()
-            except EndstateError as exc:
+            except Exception as exc:  # one that escaped would end this loop, unseen, for good
                 _failed("making the due success audits", exc)
 
     def room(self) -> int | None:
@@ -190,7 +190,7 @@ class Service:
         while True:
             try:
                 await run_in_threadpool(upkeep.once)
-            except EndstateError as exc:
+            except Exception as exc:  # one that escaped would end this loop, unseen, for good
                 _failed("pruning or counting labels", exc)
             await asyncio.sleep(self.upkeep_interval)
 
@@ -204,7 +204,7 @@ class Service:
         try:
             for job in await self.off_loop(self.runner.recovery_jobs, room):
                 self.runner.spawn(job)
-        except EndstateError as exc:
+        except Exception as exc:
             _failed("recovering runs", exc)
 
 
@@ -229,10 +229,14 @@ class _Gate:
         return self._state == "abandoned"
 
 
-def _failed(what: str, exc: EndstateError) -> None:
-    """Log a periodic task's failure in one line: an EndstateError says what is wrong (a store that
-    restarts fails every sweep meanwhile; a traceback each time would bury the cause)."""
-    log.error("%s failed; trying again later: %s", what, exc)
+def _failed(what: str, exc: Exception) -> None:
+    """Log a periodic task's failure, and go on: an EndstateError in one line, as it says what is wrong
+    (a store that restarts fails every sweep meanwhile; a traceback each time would bury the cause);
+    any other with its traceback, which says where."""
+    if isinstance(exc, EndstateError):
+        log.error("%s failed; trying again later: %s", what, exc)
+    else:
+        log.error("%s failed; trying again later", what, exc_info=exc)
 
 
 def _retrieved(probe: asyncio.Future[Any]) -> None:
