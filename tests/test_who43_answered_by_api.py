@@ -113,3 +113,16 @@ def test_a_bad_by_on_the_command_line_is_refused_before_anything_changes(
         assert opened.get("asks").status is RunStatus.WAITING  # type: ignore[union-attr]
     finally:
         opened.close()
+
+
+def test_the_pending_list_says_who_answered_a_waiting_run_last() -> None:
+    from agent.durable.store import RunRecord
+    from agent.service.app import pending_item
+
+    record = RunRecord(
+        "r1", "a", "t", "t", RunStatus.WAITING, {}, 0.0, 0.0,
+        last_answer_by="ana", last_answer_at=5.0, last_answer_kind="answer", last_answer="EU",
+    )  # fmt: skip
+    shown = pending_item(record, 10.0)
+    assert (shown["last_answer_by"], shown["last_answer_at"]) == ("ana", 5.0)
+    assert (shown["last_answer_kind"], shown["last_answer"]) == ("answer", "EU")
