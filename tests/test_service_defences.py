@@ -474,7 +474,7 @@ def test_a_state_stored_deeper_than_a_run_may_keep_is_still_listed(build: Build,
     [
         ("/runs", {**INVOICE, "task_typ": "x"}, "unknown field(s) 'task_typ'"),
         ("/runs", {**INVOICE, "run_id": ""}, "'run_id' must not be empty"),
-        ("/runs/{run}/answer", {"answer": "INV-0913", "by": "me"}, "unknown field(s) 'by'"),
+        ("/runs/{run}/answer", {"answer": "INV-0913", "who": "me"}, "unknown field(s) 'who'"),
         ("/runs/{run}/deny", {"reson": "no"}, "takes 'reason'"),
         ("/runs/{run}/approve", {"answer": "yes"}, "takes 'segments'"),
     ],

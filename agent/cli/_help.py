@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import getpass
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -145,3 +147,11 @@ def model_id(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must name a model, such as claude-sonnet-5-5 (it is empty)")
     return text
+
+
+def current_user() -> str:
+    """Who runs this command, for a label or an answer given without --by."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        return f"uid {os.getuid()}"

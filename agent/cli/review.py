@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import os
 import time
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ from typing import Any
 
 from agent._args import given, given_path
 from agent.budget import MAX_COUNT
-from agent.cli._help import above_zero
+from agent.cli._help import above_zero, current_user
 from agent.cli.runs import store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
@@ -170,7 +169,7 @@ def run_queue(args: argparse.Namespace) -> int:
 
 def run_label(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        given = review.label(store, args.run_id, args.label, args.note or "", by=args.by or _user())
+        given = review.label(store, args.run_id, args.label, args.note or "", by=args.by or current_user())
     print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label} by {given.by}")
     print(f"    -> endstate review promote {given.run_id}{store_on(args)}   turns it into an eval case")
     return 0
@@ -207,14 +206,6 @@ def queue_line(r: Any) -> str:
     note = note if len(note) <= 80 else note[:77] + "..."
     turns = "turn " if r.turns == 1 else "turns"  # aligned with "turns"
     return f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} {turns}  {ended}  {note}"
-
-
-def _user() -> str:
-    """Who runs this command, for a label given without --by."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a bare container)
-        return f"uid {os.getuid()}"
 
 
 @contextmanager

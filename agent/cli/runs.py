@@ -24,10 +24,10 @@ from typing import Any
 from agent._args import given
 from agent.audit import Audit
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
-from agent.cli._help import above_zero
+from agent.cli._help import above_zero, current_user
 from agent.durable._storetime import StoreClock, pending_by_store_clock
 from agent.durable.catalog import SEED_CATALOG, load_catalog
-from agent.durable.runner import Runner, runner_with_telemetry
+from agent.durable.runner import Runner, checked_answerer, runner_with_telemetry
 from agent.durable.store import (
     DEFAULT_TIMEOUT,
     ENV_STORE_TIMEOUT,
@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
     _add(sub, "runs", "list recent runs and their status", _runs, _runs_args, reads_only=True)
     _add(sub, "pending", "list runs waiting for a person", _pending, _json_arg, reads_only=True)
     _add(sub, "answer", "answer a run's question and continue it here", _answer, _answer_args)
-    _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _run_id_arg)
+    _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _approve_args)
     _add(sub, "deny", "deny a run's pending tool call and continue it here", _deny, _deny_args)
     _add(sub, "start", "start a run of a catalog agent here", _start, _start_args)
     resume_help = "continue a cancelled run here from its checkpoint, or a limit stop with --more-*"
@@ -155,14 +155,30 @@ def _run_id_arg(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
 
 
+def _by_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--by",
+        default=None,
+        help="who answers, kept on the run and told to whoever answers after (default: the user running "
+        "this; a Temporal run does not keep it)",
+    )
+
+
 def _answer_args(p: argparse.ArgumentParser) -> None:
     _run_id_arg(p)
     p.add_argument("text", help="the answer to the run's question")
+    _by_arg(p)
+
+
+def _approve_args(p: argparse.ArgumentParser) -> None:
+    _run_id_arg(p)
+    _by_arg(p)
 
 
 def _deny_args(p: argparse.ArgumentParser) -> None:
     _run_id_arg(p)
     p.add_argument("reason", nargs="?", default="", help="why (the agent is told)")
+    _by_arg(p)
 
 
 def _start_args(p: argparse.ArgumentParser) -> None:
@@ -263,17 +279,25 @@ def waiting_pages(store: RunStore, size: int) -> Iterator[Listing]:
 
 
 def _answer(args: argparse.Namespace) -> int:
-    return _continue(args, lambda runner: runner.claim(args.run_id, args.text), create=False)
+    by = _by(args)
+    return _continue(args, lambda runner: runner.claim(args.run_id, args.text, by=by), create=False)
 
 
 def _approve(args: argparse.Namespace) -> int:
-    return _continue(args, lambda runner: runner.claim(args.run_id, approved=True), create=False)
+    by = _by(args)
+    return _continue(args, lambda runner: runner.claim(args.run_id, approved=True, by=by), create=False)
 
 
 def _deny(args: argparse.Namespace) -> int:
+    by, reason = _by(args), args.reason or None
     return _continue(
-        args, lambda runner: runner.claim(args.run_id, args.reason or None, approved=False), create=False
+        args, lambda runner: runner.claim(args.run_id, reason, approved=False, by=by), create=False
     )
+
+
+def _by(args: argparse.Namespace) -> str | None:
+    """Who answers: --by, else the user running this (as `review label` names a labeller); checked."""
+    return checked_answerer(current_user() if args.by is None else args.by)
 
 
 def _resume_args(parser: argparse.ArgumentParser) -> None:

@@ -65,7 +65,7 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import PrunedRunId, column_text, when
+from agent.durable.store.base import PrunedRunId, answerer, column_text, when
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped, reply_problem
@@ -154,6 +154,19 @@ def check_start_text(task: object, task_type: object) -> None:
         )
 
 
+def checked_answerer(by: object) -> str | None:
+    """The name an answer is given under (None: none), or `ConfigError` saying what is wrong."""
+    try:
+        return answerer(by)
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; nothing was changed") from None
+
+
+def answered(record: RunRecord) -> str:
+    """` (answered by NAME at TIME: what)` for a refusal, '' when no answer was recorded."""
+    return f" ({record.answered_note})" if record.answered_note else ""
+
+
 def not_as_read(current: RunRecord, segments: int) -> str:
     """Why an answer for `segments` (the count its asker read) is refused: the run moved on since, to
     its next question or to an end, or the count was never the run's."""
@@ -163,6 +176,8 @@ def not_as_read(current: RunRecord, segments: int) -> str:
             f"run {current.run_id} is at {at} (it never was at {segments}); nothing was changed. Send the "
             f"`segments` that /pending or /runs/{current.run_id} shows"
         )
+    if current.answered_note:
+        at += f"; {current.answered_note}"
     if current.status is not RunStatus.WAITING:
         return (
             f"run {current.run_id} moved on ({at}) since it was read and is {current.status}, not waiting "
@@ -300,6 +315,7 @@ class Runner:
         approved: bool | None = None,
         more: Extension | None = None,
         segments: int | None = None,
+        by: str | None = None,
     ) -> Job:
         """Take a waiting or cancelled run for this runner; exactly one caller wins.
 
@@ -309,9 +325,11 @@ class Runner:
         an answer a shutdown cut off). The loser of a race, an answer after the
         deadline, or a run that waits for nothing gets `NotClaimable`; so does an
         answer given for `segments` (the run's count as its asker read it) once the
-        run has moved on to another question or call.
+        run has moved on to another question or call. `by` names who answers (kept on the run
+        as its last answer; None: no name), and is told to whoever answers after.
         """
         answer, approved = stored_pair(answer, approved)
+        by = checked_answerer(by)
         current = self.store.get(run_id)
         if current is None:
             raise UnknownRun(f"no run with id {run_id!r}")
@@ -334,15 +352,17 @@ class Runner:
             read = self._check_pending(current)
             check_foreign_saved(read)
             waiting, segment, now = (RunStatus.WAITING,), current.segments, self.sweep_time()  # in time?
-            record = self.store.claim(run_id, waiting, lease, now, answer, approved, segment, expired=False)
+            record = self.store.claim(
+                run_id, waiting, lease, now, answer, approved, segment, expired=False, by=by
+            )
             if answer is not None:  # as written: the answer's text column keeps NUL and lone surrogates
                 record = dataclasses.replace(record, answer=answer)  # as U+FFFD (recovery reads that)
             # Claimed in the segment it was read in: no entry was added since, so it is read once.
             return self._resume_job(self._hold(record), release_to=current.status, known=read)
         if answer is not None or approved is not None:
             raise NotClaimable(
-                f"run {run_id} is {current.status}, not waiting for an answer; nothing was changed"
-                f"{self._running_hint(current)}"
+                f"run {run_id} is {current.status}, not waiting for an answer{answered(current)}; nothing "
+                f"was changed{self._running_hint(current)}"
             )
         if current.status is RunStatus.CANCELLED or unresumable(current):
             record = self.store.claim(run_id, (current.status,), lease, now)
@@ -403,9 +423,10 @@ class Runner:
         answer: HumanReply | str | None = None,
         approved: bool | None = None,
         more: Extension | None = None,
+        by: str | None = None,
     ) -> RunResult:
-        """Claim a run and continue it here until it ends or suspends again."""
-        return await self.drive(self.claim(run_id, answer, approved, more))
+        """Claim a run and continue it here until it ends or suspends again (`by`: who answers)."""
+        return await self.drive(self.claim(run_id, answer, approved, more, by=by))
 
     def _resume_job(
         self,

@@ -11,9 +11,9 @@ service listens beyond loopback, see `reads_need_token`):
     GET  /pending[?limit=&offset=&agent=&task_type=]
                                   runs waiting for a person, oldest first, a page at a time
                                   (one that passes `PAGE_BYTES` of texts ends early: see `next`)
-    POST /runs/{id}/answer        {"answer", "segments"?}   -> 202, the run continues here
-    POST /runs/{id}/approve       {"segments"?}             -> 202
-    POST /runs/{id}/deny          {"reason"?, "segments"?}  -> 202
+    POST /runs/{id}/answer        {"answer", "segments"?, "by"?}   -> 202, the run continues here
+    POST /runs/{id}/approve       {"segments"?, "by"?}             -> 202
+    POST /runs/{id}/deny          {"reason"?, "segments"?, "by"?}  -> 202
     POST /runs/{id}/resume        {"more_turns"?, "more_seconds"?, "more_tokens"?, "more_cost"?} -> 202
                                   a cancelled run continues; a limit stop, with that much more budget
 
@@ -59,7 +59,7 @@ from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
 from agent.durable.runner import Job
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
-from agent.durable.store.base import CUT_OBJECTS, CUT_TEXTS, Listing, PrunedRunId, dumps
+from agent.durable.store.base import CUT_OBJECTS, CUT_TEXTS, Listing, PrunedRunId, answerer, dumps
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
 from agent.service import inbox, review_pages
@@ -304,18 +304,20 @@ class Api:
 
     async def answer(self, request: Request) -> Response:
         self._authorize(request)
-        body = known_fields(await json_body(request, self.service.body_timeout), "answer", "segments")
+        body = known_fields(await json_body(request, self.service.body_timeout), "answer", "segments", "by")
         return await self._claimed(request, required(body, "answer"), None, body)
 
     async def approve(self, request: Request) -> Response:
         self._authorize(request)
-        body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), "segments")
+        body = known_fields(
+            await json_body(request, self.service.body_timeout, empty_ok=True), "segments", "by"
+        )
         return await self._claimed(request, None, True, body)
 
     async def deny(self, request: Request) -> Response:
         self._authorize(request)
         body = known_fields(
-            await json_body(request, self.service.body_timeout, empty_ok=True), "reason", "segments"
+            await json_body(request, self.service.body_timeout, empty_ok=True), "reason", "segments", "by"
         )
         return await self._claimed(request, optional(body, "reason", str), False, body)
 
@@ -331,9 +333,12 @@ class Api:
     async def _claimed(
         self, request: Request, answer: str | None, approved: bool | None, body: dict[str, Any]
     ) -> Response:
-        """Claim the run named in the path with this answer (as read, when `segments` is given)."""
-        run_id, segments = request.path_params["run_id"], read_at(body)
-        job = await self.service.for_request(claim, self.runner, run_id, answer, approved, segments=segments)
+        """Claim the run named in the path with this answer (as read, when `segments` is given), under
+        the name `by` gives (none: an answer without a name)."""
+        run_id, segments, by = request.path_params["run_id"], read_at(body), answered_by(body)
+        job = await self.service.for_request(
+            claim, self.runner, run_id, answer, approved, segments=segments, by=by
+        )
         return self._accepted(job)
 
     async def metrics(self, request: Request) -> Response:
@@ -380,6 +385,14 @@ class Api:
 
 
 # -- request helpers ----------------------------------------------------------------------------
+
+
+def answered_by(body: dict[str, Any]) -> str | None:
+    """Who gives the answer, from the body's optional `by` (400 when it is no name)."""
+    try:
+        return answerer(body.get("by"))
+    except ValueError as exc:
+        raise Problem(400, f"'by': {exc}") from None
 
 
 def read_at(body: dict[str, Any]) -> int | None:
@@ -482,5 +495,7 @@ def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
         "expired": r.deadline is not None and r.deadline <= now,  # no answer is taken any more
         "waiting_seconds": round(waited_seconds(r, now), 3),
         "refused": r.refused,  # why the last answer given was not taken (the run waits for another)
+        # who answered it last (an earlier question, or an answer not taken), when and what
+        **{k: getattr(r, k) for k in ("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer")},
         "look_closely": lookalikes(r.asked),  # words whose letters mix scripts: a Cyrillic a in an address
     }

@@ -178,14 +178,17 @@ def claim(
     answer: str | None = None,
     approved: bool | None = None,
     segments: int | None = None,
+    by: str | None = None,
 ) -> Any:
     """The runner's claim of a waiting run; with `segments` (the count the person read), only while
     the run still waits at that count: a stale page or a retried request never answers the next
     question. The runner checks it as it takes the reply (the store's in the claim itself, Temporal's
-    workflow in the update's validator), so no reply can land between a check and the claim."""
+    workflow in the update's validator), so no reply can land between a check and the claim. `by`
+    names who answers (None: no name)."""
+    named = {} if by is None else {"by": by}
     if segments is None:
-        return runner.claim(run_id, answer, approved=approved)
-    return runner.claim(run_id, answer, approved=approved, segments=segments)
+        return runner.claim(run_id, answer, approved=approved, **named)
+    return runner.claim(run_id, answer, approved=approved, segments=segments, **named)
 
 
 def int_param(text: str, low: int, high: int, name: str) -> int:

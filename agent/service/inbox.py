@@ -34,14 +34,14 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from string import Template
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from agent.durable.store import RunRecord
-from agent.durable.store.base import when
+from agent.durable.store.base import ANSWERER_CHARS, answerer, when
 from agent.errors import EndstateError
 from agent.service.auth import CLOCK_SKEW, COOKIE, ENV_TOKEN, ENV_TOKEN_FILE, SESSION_SECONDS
 from agent.service.briefing import Briefing, Preview, Step, brief, waited_seconds
@@ -93,6 +93,24 @@ def routes(service: Service) -> list[Route]:
     ]
 
 
+REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label or answer, to fill forms in again
+
+
+def reviewer(request: Request) -> str:
+    """The name the forms are filled in with: the one last given here, when it is a name an answer
+    takes ('' otherwise: the field starts empty, and an answer without a name still goes)."""
+    try:
+        return answerer(unquote(request.cookies.get(REVIEWER_COOKIE, ""))) or ""
+    except ValueError:
+        return ""
+
+
+def remember(response: Response, request: Request, name: str) -> None:
+    """Keep the name given for the next form (a year, this site only)."""
+    response.set_cookie(REVIEWER_COOKIE, quote(name), max_age=365 * 86400, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")  # fmt: skip
+
+
 class Inbox:
     def __init__(self, service: Service) -> None:
         self.service = service
@@ -126,7 +144,8 @@ class Inbox:
             notice=notice(message, "notice") + notice(error, "error") + kept,
             session=session(signed_in),
             filters=filters(waiting.counts, view),
-            items="\n".join(item(b, now, signed_in, view) for b in briefs) or _empty(view, waiting.total),
+            items="\n".join(item(b, now, signed_in, view, reviewer(request)) for b in briefs)
+            or _empty(view, waiting.total),
             pages=pages(view, size, waiting.total),
         )
         return HTMLResponse(body, status_code=status, headers=HEADERS)
@@ -171,25 +190,33 @@ class Inbox:
                 request, error="Write an answer first: a blank one is not sent.", status=400
             )
         try:
-            job = await self.service.for_request(self._claim, run_id, action, form)
+            by = answerer(form.get("by"))
+        except ValueError as exc:
+            return await self.render(request, error=f"Your name: {exc}.", status=400, kept=not_sent(form))
+        try:
+            job = await self.service.for_request(self._claim, run_id, action, form, by)
         except EndstateError as exc:
             return await self.render(request, error=str(exc), status=status_of(exc), kept=not_sent(form))
         self.service.runner.spawn(job)
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
-        said = notice_params(self.service.token, f"{done} run {run_id}; it runs again.")
-        back = View.of(request).url(page=None, **said)
-        return RedirectResponse(back, 303)
+        named = f" as {by}" if by else ""
+        said = notice_params(self.service.token, f"{done} run {run_id}{named}; it runs again.")
+        response = RedirectResponse(View.of(request).url(page=None, **said), 303)
+        if by:
+            remember(response, request, by)
+        return response
 
-    def _claim(self, run_id: str, action: str, form: dict[str, str]) -> Any:
+    def _claim(self, run_id: str, action: str, form: dict[str, str], by: str | None) -> Any:
         """Claim the run as the page showed it (its `segments`): a form left open while someone
-        else answered never approves the call, or answers the question, that came next."""
+        else answered never approves the call, or answers the question, that came next. `by`: the
+        name the form gave (None: none)."""
         runner, shown = self.service.runner, form.get("segments")
         read = int_param(shown, 0, 2**62, "the form's segments") if shown is not None else None
         if action == "answer":
-            return claim(runner, run_id, form["answer"], segments=read)
+            return claim(runner, run_id, form["answer"], segments=read, by=by)
         if action == "approve":
-            return claim(runner, run_id, approved=True, segments=read)
-        return claim(runner, run_id, form.get("reason") or None, approved=False, segments=read)
+            return claim(runner, run_id, approved=True, segments=read, by=by)
+        return claim(runner, run_id, form.get("reason") or None, approved=False, segments=read, by=by)
 
     def _signed_in(self, request: Request) -> bool:
         return signed_in(self.service, request)
@@ -316,8 +343,9 @@ class View:
         return f"{path}?{query}" if query else path
 
 
-def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
-    """One waiting run: what it asks, what it did before, what the call would do, and its forms."""
+def item(b: Briefing, now: float, signed_in: bool, view: View, name: str = "") -> str:
+    """One waiting run: what it asks, what it did before, what the call would do, who answered it
+    last, and its forms (their name field filled in with `name`)."""
     e, r = escape, b.record
     deadline = when(r.deadline or now)
     times = f"""Waiting <span class="waited">{span(waited_seconds(r, now))}</span>;
@@ -329,10 +357,10 @@ def item(b: Briefing, now: float, signed_in: bool, view: View) -> str:
   <span class="id">{e(r.run_id)}</span></header>
   <p class="task">{e(r.task[:SHOWN_CHARS])}</p>{_whole_in_api(r, "the task's", len(r.task), "it")}
   {_question(r)}
-  {_refused(r)}{_call(r, b.preview) or _look_closely(r)}
+  {_refused(r)}{_last_answer(r)}{_call(r, b.preview) or _look_closely(r)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
-  {_expired(r, now) if b.expired else _forms(r, view) if signed_in else _SIGN_IN_TO_ANSWER}
+  {_expired(r, now) if b.expired else _forms(r, view, name) if signed_in else _SIGN_IN_TO_ANSWER}
 </article>"""
 
 
@@ -367,6 +395,13 @@ def _refused(r: RunRecord) -> str:
     if not r.refused:
         return ""
     return f'<p class="refused"><strong>Not taken:</strong> {escape(r.refused)}</p>\n  '
+
+
+def _last_answer(r: RunRecord) -> str:
+    """Who answered the run last (an earlier question, or an answer not taken), when, and what."""
+    if not r.answered_note:
+        return ""
+    return f'<p class="last-answer"><strong>Last answer:</strong> {escape(r.answered_note)}</p>\n  '
 
 
 def _call(r: RunRecord, preview: Preview | None) -> str:
@@ -436,12 +471,15 @@ def _expired(r: RunRecord, now: float) -> str:
   <code>help_timeout</code> (or goes on with the default answer its help policy sets).</p>"""
 
 
-def _forms(r: RunRecord, view: View) -> str:
-    """The buttons, each saying what it does."""
+def _forms(r: RunRecord, view: View, name: str = "") -> str:
+    """The buttons, each saying what it does, and each with the (optional) name it is given under."""
     e = escape
     rid = quote(r.run_id, safe="")
     to = {a: e(view.url(f"/inbox/{rid}/{a}", page=None, refresh=None)) for a in ("answer", "approve", "deny")}
     read = f'<input type="hidden" name="segments" value="{r.segments}">'  # the request as shown
+    read += f"""
+    <label class="by">Your name <input name="by" type="text" maxlength="{ANSWERER_CHARS}"
+      value="{e(name)}" placeholder="optional: kept with the answer"></label>"""
     if r.pending:
         return f"""<div class="actions"><form method="post" action="{to["approve"]}" class="approve">
     {read}<button type="submit">Approve</button>

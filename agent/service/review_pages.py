@@ -43,6 +43,7 @@ from agent.service.config import Service
 from agent.service.http import Problem, notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
+    REVIEWER_COOKIE,
     View,
     cut_note,
     filters,
@@ -65,7 +66,6 @@ from agent.stops import StopReason
 
 QUEUE = "/inbox/review"
 LABELLED = "/inbox/review/labelled"
-REVIEWER_COOKIE = "endstate_reviewer"  # the name last given with a label, to fill the form in again
 MAX_NAME = 200
 MAX_NOTE = 2000
 NOTE = ("note",)  # the label form's own text, shown back when the label is refused

@@ -150,10 +150,13 @@ class TemporalRunner:
         approved: bool | None = None,
         more: Extension | None = None,
         segments: int | None = None,
+        by: str | None = None,
     ) -> TemporalJob:
         """Hand a waiting run its reply (with `segments`, only while the run is still at the count read:
         checked by the workflow as it takes the reply); with neither, resume a cancelled run (with
-        `more`: a limit stop)."""
+        `more`: a limit stop). A workflow keeps no answerer's name: `by` is logged here only."""
+        if by is not None:
+            log.info("run %s: a reply given by %r is handed to its workflow", run_id, by)
         if answer is None and approved is None:
             self.bridge.call(self.runs.submit_resume(run_id, more))
         else:

@@ -33,6 +33,7 @@ from agent.durable.store.base import (
     UnknownRun,
     UnreadableSnapshot,
     WriteRefused,
+    answer_kind,
     dumps,
     pending_of,
     when,
@@ -56,7 +57,8 @@ LIST_COLUMNS = (
     "stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, cache_read_tokens, "
     "cache_write_tokens, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
-    "interrupted, owner, lease_until, answer, approved, answered_at, refused, head_version, lease_seconds"
+    "interrupted, owner, lease_until, answer, approved, answered_at, refused, head_version, lease_seconds, "
+    "last_answer_by, last_answer_at, last_answer_kind, last_answer"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
@@ -279,6 +281,7 @@ class SqlStore:
         approved: bool | None = None,
         segments: int | None = None,
         expired: bool | None = None,
+        by: str | None = None,
     ) -> RunRecord:
         sets: dict[str, Any] = {"status": RunStatus.RUNNING, "owner": lease.owner}
         sets |= {
@@ -288,6 +291,8 @@ class SqlStore:
         }
         if answer is not None or approved is not None:
             sets |= {"answer": answer, "approved": _flag(approved), "answered_at": now}
+            sets |= {"last_answer_by": by, "last_answer_at": now, "last_answer": answer}
+            sets |= {"last_answer_kind": answer_kind(answer, approved)}
         where, params = [f"status IN ({', '.join('?' for _ in statuses)})"], list[Any](statuses)
         if segments is not None:
             where, params = [*where, "segments = ?"], [*params, segments]
@@ -311,12 +316,13 @@ class SqlStore:
         current = self.get(run_id)
         if current is None:
             return UnknownRun(f"no run with id {run_id!r}")
+        said = f" ({current.answered_note})" if current.answered_note else ""
         if current.status not in statuses:
             wanted = " or ".join(str(s) for s in statuses)
-            return NotClaimable(f"run {run_id} is {current.status}, not {wanted}; nothing was changed")
+            return NotClaimable(f"run {run_id} is {current.status}, not {wanted}{said}; nothing was changed")
         if segments is not None and current.segments != segments:
             return NotClaimable(
-                f"run {run_id} moved on (segment {current.segments}) before this answer landed; "
+                f"run {run_id} moved on (segment {current.segments}) before this answer landed{said}; "
                 "nothing was changed: read the run again and answer its current question"
             )
         if expired is False and current.deadline is not None:
@@ -867,7 +873,7 @@ def _state(text: str | None) -> dict[str, Any]:
 _NUMBERS = (  # the row's number columns (a listing may leave some out)
     *("started_at", "updated_at", "ended_at", "turns", "active_seconds", "waiting_seconds", "segments"),
     *("deadline", "suspended_at", "lease_until", "answered_at", "cost_usd", "input_tokens", "output_tokens"),
-    *("cache_read_tokens", "cache_write_tokens", "head_version", "lease_seconds"),
+    *("cache_read_tokens", "cache_write_tokens", "head_version", "lease_seconds", "last_answer_at"),
 )
 
 _PLAIN = [
@@ -875,4 +881,5 @@ _PLAIN = [
     *("active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
     *("lease_until", "answer", "answered_at", "refused", "head_version", "lease_seconds"),
+    *("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer"),
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -131,6 +132,24 @@ class RunRecord(WithUsage):
     # the length of the lease its holder last wrote (None: none, or written by an Endstate before the
     # store kept it): a sweep waits as long before it takes a lease that looks run out
     lease_seconds: float | None = None
+    # the last answer the run was claimed with, kept after it goes on (schema 14; None before): who
+    # gave it (None: no name given), when, its kind ('answer', 'approved' or 'denied') and its text
+    last_answer_by: str | None = None
+    last_answer_at: float | None = None
+    last_answer_kind: str | None = None
+    last_answer: str | None = None
+
+    @property
+    def answered_note(self) -> str:
+        """Who answered the run last, when and what, for a person whose answer was refused:
+        `answered by ana at 2026-09-14 08:30:00 UTC: denied 'too wide'`; '' when no answer was recorded."""
+        if self.last_answer_at is None or self.last_answer_kind is None:
+            return ""
+        who = self.last_answer_by or "someone who gave no name"
+        what = self.last_answer_kind
+        if self.last_answer:
+            what += f" {_quoted(self.last_answer)}"
+        return f"answered by {who} at {when(self.last_answer_at)}: {what}"
 
     @property
     def asked_at(self) -> float | None:
@@ -151,7 +170,7 @@ class RunRecord(WithUsage):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready and flat (the usage's fields beside the rest; `cost_usd` null when unknown),
-        without the snapshot."""
+        without the snapshot; `last_answer_by` and the rest of `last_answer_*` say who answered last."""
         data: dict[str, Any] = {}
         for k, v in self.__dict__.items():
             if k == "usage":
@@ -164,7 +183,8 @@ class RunRecord(WithUsage):
         return data
 
 
-CUT_TEXTS = ("task", "note", "summary", "output", "question", "answer", "refused")  # an overview cuts
+# the long texts an overview cuts
+CUT_TEXTS = ("task", "note", "summary", "output", "question", "answer", "refused", "last_answer")
 CUT_OBJECTS = ("state", "pending")  # JSON: an overview gives each whole, or none when it is longer
 
 
@@ -264,14 +284,16 @@ class RunStore(Protocol):
         approved: bool | None = None,
         segments: int | None = None,
         expired: bool | None = None,
+        by: str | None = None,
     ) -> RunRecord:
         """Take the run if its status is one of `statuses`; exactly one of concurrent callers wins.
 
         When given, the run must still be in segment `segments` (so an answer
         read for one question never lands on the next), and its deadline must
         have passed by `now` (`expired=True`, the sweep) or not (`expired=False`,
-        an answer). An answer or approval is kept with the time it came; a claim
-        without one keeps what the run holds (a cut-off approval, say).
+        an answer). An answer or approval is kept with the time it came, and, after the run goes
+        on, as its last answer with who gave it (`by`, checked by `answerer`); a claim without one
+        keeps what the run holds (a cut-off approval, say).
         """
         ...
 
@@ -394,6 +416,46 @@ class RunStore(Protocol):
     def schema_version(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+ANSWERER_CHARS = 100  # the longest name an answer may carry
+_SHOWN_ANSWER = 200  # how much of the last answer a refusal repeats
+
+
+def _quoted(text: str) -> str:
+    cut = text if len(text) <= _SHOWN_ANSWER else text[:_SHOWN_ANSWER] + "..."
+    return repr(cut)
+
+
+def answer_kind(answer: str | None, approved: bool | None) -> str:
+    """What an answer is, as the store keeps it: 'answer', 'approved' or 'denied'."""
+    if approved is None:
+        return "answer"
+    return "approved" if approved else "denied"
+
+
+def answerer(by: object) -> str | None:
+    """The name an answer is given under, checked: None (or blank) for none; else text without
+    control characters, at most `ANSWERER_CHARS` characters once trimmed. `ValueError` says why not."""
+    if by is None:
+        return None
+    if not isinstance(by, str):
+        raise ValueError(
+            f"the answerer's name must be text (a name, such as 'ana'), not {type(by).__name__}: "
+            "give a name, or leave it out to answer without one"
+        )
+    name = by.strip()
+    if len(name) > ANSWERER_CHARS:
+        raise ValueError(
+            f"the answerer's name is {len(name)} characters long; at most {ANSWERER_CHARS} are kept: "
+            "give a shorter name"
+        )
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name):
+        raise ValueError(
+            f"the answerer's name {name!r} holds control or invisible characters (a line break, an "
+            "escape, a bidi mark): give the name as plain text on one line"
+        )
+    return name or None
 
 
 def when(timestamp: float) -> str:
