@@ -176,7 +176,7 @@ def test_a_tool_needing_approval_runs_only_when_approved(
             assert asked.reason is StopReason.NEED_HELP
             assert asked.suspension is not None and asked.suspension.pending is not None
             assert asked.suspension.pending.name == "push"
-            with pytest.raises(AnswerError, match="approval of 'push'"):
+            with pytest.raises(AnswerError, match="approval of the call 'push'"):
                 await runs.answer(asked.run_id, "yes")
             done = await (runs.approve(asked.run_id) if approved else runs.deny(asked.run_id, "not today"))
             assert done.reason is StopReason.SUCCESS

@@ -345,8 +345,24 @@ class TemporalRuns:
             await handle.cancel()
         except RPCError as exc:
             raise _rpc_error(run_id, exc) from exc
-        if await self._moved_on(handle, 1):  # Temporal takes, and drops, a cancel of an execution that
-            await self.cancel(run_id)  # had continued as new: the run goes on in the next, cancel that one
+        if await self._cancel_dropped(handle):  # the run goes on in the next execution: cancel that one
+            await self.cancel(run_id)
+
+    async def _cancel_dropped(self, handle: WorkflowHandle[Any, Any]) -> bool:
+        """True when the execution `handle` pins had continued as new before a cancel reached it: Temporal
+        takes such a cancel and drops it, and its history holds no cancel request. (One that took the
+        cancel, and continued as new to end its segment so, holds it: the run is cancelled already.)"""
+        if handle.run_id is None:  # the latest execution: the cancel reached the run
+            return False
+        try:  # (its status, not its close event: a read of that waits for an open execution to close)
+            if (await handle.describe()).status is not WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                return False
+            async for event in handle.fetch_history_events():
+                if event.HasField("workflow_execution_cancel_requested_event_attributes"):
+                    return False
+        except RPCError as exc:
+            raise _rpc_error(handle.id, exc) from exc
+        return True
 
     async def result(self, run_id: str) -> RunResult:
         """How the run's latest execution ended, waiting for it to end."""
