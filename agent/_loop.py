@@ -554,6 +554,13 @@ def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
     run.add_usage(agent.prices.usage_of(model, reply))
 
 
+def charged(agent: Agent, run: RunState) -> None:
+    """Count the model calls a tool or a verifier made for the run (`RunContext.charge`)."""
+    charges, run.ctx.charges = run.ctx.charges, []
+    for c in charges:
+        charge(agent, run, c.model, c.reply)
+
+
 def context_full(cause: object) -> Stop:
     note = f"The model's context window is full and the history policy cannot shrink it further: {cause}"
     return Stop(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note)
@@ -758,6 +765,8 @@ async def run_tool(
         if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
         raise
+    finally:  # the tool's own model calls (a sub-agent's) count in the run's budget
+        charged(agent, run)
     obs.tool_ended(call, outcome)
     if outcome.lost:
         return Suspend(agent.suspension(_unsure(call), None, call.id))
@@ -797,9 +806,7 @@ async def verify(
         note = f"A verifier raised {type(exc).__name__}: {exc}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
     finally:  # a verifier's own model calls (an evaluator) count in the run's budget
-        for c in run.ctx.charges:
-            charge(agent, run, c.model, c.reply)
-        run.ctx.charges.clear()
+        charged(agent, run)
     if verdict.budget_cut:
         note = "The time budget ran out while the verifiers checked the result."
         return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)

@@ -59,5 +59,13 @@ class RunContext:
         return f"{self.run_id}:{self.call_id}"
 
     def charge(self, model: str, reply: ModelReply) -> None:
-        """Count a model call made for this run (tokens and cost) in its budget."""
+        """Count a model call made for this run (tokens and cost) in its budget: a tool's are counted
+        when the tool returns, a verifier's when the verifiers are done."""
+        from agent.models.base import ModelReply  # not at import: the adapters' module imports much
+
+        if not isinstance(model, str) or not isinstance(reply, ModelReply):
+            raise TypeError(
+                f"ctx.charge(model, reply) takes the model's name (str) and its ModelReply, not "
+                f"{type(model).__name__} and {type(reply).__name__}"
+            )
         self.charges.append(ModelCharge(model, reply))
