@@ -539,14 +539,27 @@ def _outcome(value: Any) -> ToolOutcome:
     outcome (`ToolHost.outcome`) is taken as it is."""
     if _host is not None and (hosted := _host.outcome(value)) is not None:
         return hosted
-    if isinstance(value, str):
-        return ToolOutcome(value)
+    if isinstance(value, str):  # a subclass as a plain copy: its own methods are never called
+        return ToolOutcome(value if type(value) is str else str.__str__(value))
     if (blocks := blocks_of(value)) is not None:
         return ToolOutcome(text_of(blocks), blocks=blocks)
     try:
         return ToolOutcome(json.dumps(value, default=str))
-    except (TypeError, ValueError, RecursionError):
-        return ToolOutcome(repr(value))
+    except Exception:  # not JSON (a tuple key, a cycle), or its `__str__` raised
+        return ToolOutcome(_written(value))
+
+
+def _written(value: Any) -> str:
+    """`repr(value)`, or its type's name when its `repr` raises (or gives no plain string)."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = None
+    return (
+        str.__str__(text)
+        if isinstance(text, str)
+        else f"<a {type(value).__qualname__} that cannot be written>"
+    )
 
 
 def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
