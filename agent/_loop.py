@@ -46,7 +46,8 @@ from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCa
 from agent.snapshot import SnapshotKind
 from agent.stops import StopKind, TurnSignal
 from agent.summary import summarize as default_summary
-from agent.tools import Tool, arguments_problem, execute
+from agent.text import written
+from agent.tools import Tool, arguments_problem, execute, said
 from agent.verify import run_verifiers
 
 if TYPE_CHECKING:
@@ -287,12 +288,12 @@ def check_turn(agent: Agent, run: RunState) -> Stop | None:
         try:
             verdict = check(run.ctx)
         except (Exception, SystemExit) as exc:  # a KeyboardInterrupt goes up: the run ends `cancelled`
-            note = f"A per-turn check raised {type(exc).__name__}: {exc}"
+            note = f"A per-turn check raised {type(exc).__name__}: {said(exc)}"
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None and not isinstance(verdict, TurnVerdict):
             note = (
-                f"A per-turn check returned {verdict!r:.60} ({type(verdict).__name__}): a check returns "
-                "None to let the run go on, or a TurnVerdict to end it"
+                f"A per-turn check returned {written(verdict):.60} ({type(verdict).__name__}): a check "
+                "returns None to let the run go on, or a TurnVerdict to end it"
             )
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None:
@@ -803,7 +804,7 @@ async def verify(
     try:
         verdict = await run_verifiers(agent.verifiers, run.ctx, run.seconds_left())
     except Exception as exc:
-        note = f"A verifier raised {type(exc).__name__}: {exc}"
+        note = f"A verifier raised {type(exc).__name__}: {said(exc)}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
     finally:  # a verifier's own model calls (an evaluator) count in the run's budget
         charged(agent, run)

@@ -23,6 +23,7 @@ from agent._valid import is_number, is_text
 from agent.content import Block, ContentError, blocks_of, text_of
 from agent.context import RunContext
 from agent.errors import ConfigError
+from agent.text import written
 
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -546,20 +547,7 @@ def _outcome(value: Any) -> ToolOutcome:
     try:
         return ToolOutcome(json.dumps(value, default=str))
     except Exception:  # not JSON (a tuple key, a cycle), or its `__str__` raised
-        return ToolOutcome(_written(value))
-
-
-def _written(value: Any) -> str:
-    """`repr(value)`, or its type's name when its `repr` raises (or gives no plain string)."""
-    try:
-        text = repr(value)
-    except Exception:
-        text = None
-    return (
-        str.__str__(text)
-        if isinstance(text, str)
-        else f"<a {type(value).__qualname__} that cannot be written>"
-    )
+        return ToolOutcome(written(value))
 
 
 def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
