@@ -354,8 +354,10 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
         raise
     except KeyboardInterrupt as exc:
         raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc
-    except BaseException as exc:
-        raise VerifierError(f"{type(exc).__name__}: {exc}") from exc
+    except BaseException as exc:  # SystemExit, GeneratorExit: the verifier's failure
+        from agent.tools import said
+
+        raise VerifierError(f"{type(exc).__name__}: {said(exc)}") from exc
 
 
 async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
