@@ -676,6 +676,8 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
     def settle(setter: Callable[[Any], None], value: Any) -> None:
         if not future.done():
             setter(value)
+        elif inspect.iscoroutine(value):  # the caller moved on (cancelled): it is never awaited
+            value.close()
 
     def job() -> Callable[[], object]:
         try:
@@ -687,6 +689,9 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
     _WORKERS.submit(job)
     try:
         return await future
+    except asyncio.CancelledError:
+        _close_late(future)
+        raise
     except _Carried as carried:
         if isinstance(exc := carried.exc, StopIteration):  # as Python words one that leaves a coroutine
             told = said(exc) or "no message"
@@ -694,6 +699,13 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
                 f"function raised StopIteration ({told}): next() of an empty iterator?"
             ) from exc
         raise exc from None
+
+
+def _close_late(future: asyncio.Future[Any]) -> None:
+    """A coroutine the worker handed back just before its caller was cancelled is never awaited: closed."""
+    done = future.done() and not future.cancelled() and future.exception() is None
+    if done and inspect.iscoroutine(late := future.result()):
+        late.close()
 
 
 # What a future cannot hand to its awaiting coroutine as itself: it refuses a StopIteration (which never
