@@ -45,6 +45,7 @@ from agent.progress import ProgressDetector, call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
 from agent.stops import StopKind, TurnSignal
+from agent.summary import headline
 from agent.summary import summarize as default_summary
 from agent.text import written
 from agent.tools import Tool, arguments_problem, execute, said
@@ -866,7 +867,14 @@ def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind
         f"raised {text!r}" if isinstance(text, BaseException) else f"returned {type(text).__name__}, not text"
     )
     log.warning("run %s: the agent's summarize %s; the default summary stands in", run.ctx.run_id, why)
-    return default_summary(run.ctx, run.tick(), reason, limit)
+    usage = run.tick()
+    try:
+        return default_summary(run.ctx, usage, reason, limit)
+    except Exception:  # what it reads was corrupted (a tool's junk in `ctx.calls`): the headline stands
+        log.warning(
+            "run %s: the default summary failed; its headline stands in", run.ctx.run_id, exc_info=True
+        )
+        return headline(reason, limit, usage.turns, usage.tokens, usage.known_cost())
 
 
 def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:
