@@ -45,8 +45,10 @@ from agent.progress import ProgressDetector, call_signature, digest
 from agent.result import FinishKind, LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import SnapshotKind
 from agent.stops import StopKind, TurnSignal
+from agent.summary import headline
 from agent.summary import summarize as default_summary
-from agent.tools import Tool, arguments_problem, execute
+from agent.text import written
+from agent.tools import Tool, arguments_problem, execute, said
 from agent.verify import run_verifiers
 
 if TYPE_CHECKING:
@@ -287,12 +289,12 @@ def check_turn(agent: Agent, run: RunState) -> Stop | None:
         try:
             verdict = check(run.ctx)
         except (Exception, SystemExit) as exc:  # a KeyboardInterrupt goes up: the run ends `cancelled`
-            note = f"A per-turn check raised {type(exc).__name__}: {exc}"
+            note = f"A per-turn check raised {type(exc).__name__}: {said(exc)}"
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None and not isinstance(verdict, TurnVerdict):
             note = (
-                f"A per-turn check returned {verdict!r:.60} ({type(verdict).__name__}): a check returns "
-                "None to let the run go on, or a TurnVerdict to end it"
+                f"A per-turn check returned {written(verdict):.60} ({type(verdict).__name__}): a check "
+                "returns None to let the run go on, or a TurnVerdict to end it"
             )
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None:
@@ -554,6 +556,13 @@ def charge(agent: Agent, run: RunState, model: str, reply: ModelReply) -> None:
     run.add_usage(agent.prices.usage_of(model, reply))
 
 
+def charged(agent: Agent, run: RunState) -> None:
+    """Count the model calls a tool or a verifier made for the run (`RunContext.charge`)."""
+    charges, run.ctx.charges = run.ctx.charges, []
+    for c in charges:
+        charge(agent, run, c.model, c.reply)
+
+
 def context_full(cause: object) -> Stop:
     note = f"The model's context window is full and the history policy cannot shrink it further: {cause}"
     return Stop(StopReason.LIMIT, limit=LimitKind.CONTEXT, note=note)
@@ -758,6 +767,8 @@ async def run_tool(
         if not tool.needs_approval:  # an approved call is marked started: a person is asked instead
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
         raise
+    finally:  # the tool's own model calls (a sub-agent's) count in the run's budget
+        charged(agent, run)
     obs.tool_ended(call, outcome)
     if outcome.lost:
         return Suspend(agent.suspension(_unsure(call), None, call.id))
@@ -794,12 +805,10 @@ async def verify(
     try:
         verdict = await run_verifiers(agent.verifiers, run.ctx, run.seconds_left())
     except Exception as exc:
-        note = f"A verifier raised {type(exc).__name__}: {exc}"
+        note = f"A verifier raised {type(exc).__name__}: {said(exc)}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
     finally:  # a verifier's own model calls (an evaluator) count in the run's budget
-        for c in run.ctx.charges:
-            charge(agent, run, c.model, c.reply)
-        run.ctx.charges.clear()
+        charged(agent, run)
     if verdict.budget_cut:
         note = "The time budget ran out while the verifiers checked the result."
         return Stop(StopReason.LIMIT, limit=LimitKind.SECONDS, note=note)
@@ -858,7 +867,14 @@ def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind
         f"raised {text!r}" if isinstance(text, BaseException) else f"returned {type(text).__name__}, not text"
     )
     log.warning("run %s: the agent's summarize %s; the default summary stands in", run.ctx.run_id, why)
-    return default_summary(run.ctx, run.tick(), reason, limit)
+    usage = run.tick()
+    try:
+        return default_summary(run.ctx, usage, reason, limit)
+    except Exception:  # what it reads was corrupted (a tool's junk in `ctx.calls`): the headline stands
+        log.warning(
+            "run %s: the default summary failed; its headline stands in", run.ctx.run_id, exc_info=True
+        )
+        return headline(reason, limit, usage.turns, usage.tokens, usage.known_cost())
 
 
 def _saves_state(agent: Agent, decision: Stop | Suspend) -> bool:

@@ -41,7 +41,7 @@ from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
-from agent.tools import Tool
+from agent.tools import Tool, said
 from agent.verify import Verifier, evaluators
 
 Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
@@ -310,10 +310,10 @@ class Agent:
         except HandedOver as exc:  # paused between turns: the run goes on from its checkpoint elsewhere
             taken, result = exc, paused(run, exc)
         except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
-            taken, note = exc, f"{exc}. The run goes on there; this segment ended here."
+            taken, note = exc, f"{said(exc)}. The run goes on there; this segment ended here."
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
         except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
-            note, kind = f"{type(exc).__name__}: {exc}", type(exc).__name__
+            note, kind = f"{type(exc).__name__}: {said(exc)}", type(exc).__name__
             if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
                 note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
             result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))

@@ -52,11 +52,12 @@ class Spent:
         return None if self.unpriced else round(self.cost_usd, 6)
 
     def add(self, usage: Usage) -> None:
-        """Count a model call's usage (a call of unknown cost makes the run's cost unknown)."""
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        self.cache_read_tokens += usage.cache_read_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
+        """Count a model call's usage (a call of unknown cost makes the run's cost unknown). Counts stop
+        at `MAX_COUNT`, the most a snapshot and a store hold."""
+        self.input_tokens = min(self.input_tokens + usage.input_tokens, MAX_COUNT)
+        self.output_tokens = min(self.output_tokens + usage.output_tokens, MAX_COUNT)
+        self.cache_read_tokens = min(self.cache_read_tokens + usage.cache_read_tokens, MAX_COUNT)
+        self.cache_write_tokens = min(self.cache_write_tokens + usage.cache_write_tokens, MAX_COUNT)
         if usage.cost_usd is None:
             self.unpriced += 1
         else:

@@ -31,6 +31,9 @@ class ModelCharge:
     reply: ModelReply
 
 
+_FIXED = frozenset({"run_id", "agent", "task", "task_type"})  # who the run is: set once, when made
+
+
 @dataclass
 class RunContext:
     """The run as tools and verifiers see it.
@@ -40,7 +43,8 @@ class RunContext:
     `journal` is the run's history; `calls` the tool calls that ran.
     While a tool runs, `idempotency_key` names its call, stable across
     retries, recovery and resumes: a tool with side effects can use it to
-    do them at most once.
+    do them at most once. The run's identity (`run_id`, `agent`, `task`,
+    `task_type`) is fixed once it is made.
     """
 
     run_id: str
@@ -54,10 +58,25 @@ class RunContext:
     call_id: str = ""  # the call being run
     charges: list[ModelCharge] = field(default_factory=list)  # drained by the loop after verifiers run
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _FIXED and name in self.__dict__:
+            raise AttributeError(
+                f"RunContext.{name} is fixed for the run; keep what a tool needs to change in ctx.state"
+            )
+        object.__setattr__(self, name, value)
+
     @property
     def idempotency_key(self) -> str:
         return f"{self.run_id}:{self.call_id}"
 
     def charge(self, model: str, reply: ModelReply) -> None:
-        """Count a model call made for this run (tokens and cost) in its budget."""
+        """Count a model call made for this run (tokens and cost) in its budget: a tool's are counted
+        when the tool returns, a verifier's when the verifiers are done."""
+        from agent.models.base import ModelReply  # not at import: the adapters' module imports much
+
+        if not isinstance(model, str) or not isinstance(reply, ModelReply):
+            raise TypeError(
+                f"ctx.charge(model, reply) takes the model's name (str) and its ModelReply, not "
+                f"{type(model).__name__} and {type(reply).__name__}"
+            )
         self.charges.append(ModelCharge(model, reply))

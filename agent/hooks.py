@@ -334,8 +334,8 @@ class _Guarded(RunObserver):
         self.span_id = _id_of(inner, "span_id")
 
     def ids_later(self, tell: Callable[[str, str | None], None]) -> None:
-        later = getattr(self._inner, "ids_later", None)  # an observer need not subclass RunObserver
-        try:
+        try:  # an observer need not subclass RunObserver; reading its attribute may raise too
+            later = getattr(self._inner, "ids_later", None)
             if callable(later):
                 later(tell)
         except BaseException:

@@ -286,6 +286,12 @@ class Journal:
     entries: list[Entry] = field(default_factory=list)
 
     def append(self, entry: Entry) -> None:
+        """Add an entry (the loop's own records skip this check: see `RunState.record`)."""
+        if not isinstance(entry, Entry):
+            raise TypeError(
+                f"a journal entry is one of agent.journal's entry types (Note, Result, ...), not "
+                f"{type(entry).__name__}: a run's journal keeps only what it can save and resume"
+            )
         self.entries.append(entry)
 
     def __iter__(self) -> Iterator[Entry]:

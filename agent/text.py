@@ -57,6 +57,19 @@ def escaped(char: str) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
+def written(value: Any) -> str:
+    """`repr(value)` as a plain `str`, or its type's name when its `repr` raises or gives no string."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = None
+    return (
+        str.__str__(text)
+        if isinstance(text, str)
+        else f"<a {type(value).__qualname__} that cannot be written>"
+    )
+
+
 def one_line(text: str) -> str:
     """`text` to print on one terminal line: line breaks and tabs as spaces, and what `visible`
     escapes as escapes. A model's note or question is text from outside: printed as is, its escape

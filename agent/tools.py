@@ -23,6 +23,7 @@ from agent._valid import is_number, is_text
 from agent.content import Block, ContentError, blocks_of, text_of
 from agent.context import RunContext
 from agent.errors import ConfigError
+from agent.text import written
 
 _JSON_TYPES: dict[Any, str] = {
     str: "string",
@@ -539,14 +540,14 @@ def _outcome(value: Any) -> ToolOutcome:
     outcome (`ToolHost.outcome`) is taken as it is."""
     if _host is not None and (hosted := _host.outcome(value)) is not None:
         return hosted
-    if isinstance(value, str):
-        return ToolOutcome(value)
+    if isinstance(value, str):  # a subclass as a plain copy: its own methods are never called
+        return ToolOutcome(value if type(value) is str else str.__str__(value))
     if (blocks := blocks_of(value)) is not None:
         return ToolOutcome(text_of(blocks), blocks=blocks)
     try:
         return ToolOutcome(json.dumps(value, default=str))
-    except (TypeError, ValueError, RecursionError):
-        return ToolOutcome(repr(value))
+    except Exception:  # not JSON (a tuple key, a cycle), or its `__str__` raised
+        return ToolOutcome(written(value))
 
 
 def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
@@ -675,6 +676,8 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
     def settle(setter: Callable[[Any], None], value: Any) -> None:
         if not future.done():
             setter(value)
+        elif inspect.iscoroutine(value):  # the caller moved on (cancelled): it is never awaited
+            value.close()
 
     def job() -> Callable[[], object]:
         try:
@@ -686,6 +689,9 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
     _WORKERS.submit(job)
     try:
         return await future
+    except asyncio.CancelledError:
+        _close_late(future)
+        raise
     except _Carried as carried:
         if isinstance(exc := carried.exc, StopIteration):  # as Python words one that leaves a coroutine
             told = said(exc) or "no message"
@@ -693,6 +699,13 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
                 f"function raised StopIteration ({told}): next() of an empty iterator?"
             ) from exc
         raise exc from None
+
+
+def _close_late(future: asyncio.Future[Any]) -> None:
+    """A coroutine the worker handed back just before its caller was cancelled is never awaited: closed."""
+    done = future.done() and not future.cancelled() and future.exception() is None
+    if done and inspect.iscoroutine(late := future.result()):
+        late.close()
 
 
 # What a future cannot hand to its awaiting coroutine as itself: it refuses a StopIteration (which never

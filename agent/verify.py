@@ -25,6 +25,7 @@ from agent.errors import ConfigError, EndstateError, TransientModelError
 from agent.models.base import Model, ModelReply, ModelRequest, max_tokens_problem
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
 from agent.stops import MESSAGES_API_STOPS, StopKind
+from agent.text import written
 
 DEFAULT_TIMEOUT = 300.0  # seconds any verifier gets, unless it says (command(timeout=), within())
 
@@ -353,8 +354,10 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
         raise
     except KeyboardInterrupt as exc:
         raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc
-    except BaseException as exc:
-        raise VerifierError(f"{type(exc).__name__}: {exc}") from exc
+    except BaseException as exc:  # SystemExit, GeneratorExit: the verifier's failure
+        from agent.tools import said
+
+        raise VerifierError(f"{type(exc).__name__}: {said(exc)}") from exc
 
 
 async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
@@ -417,10 +420,10 @@ async def _settled(work: Any) -> Any:
 def reasons_of(verifier: Verifier, value: Any) -> list[str]:
     """The failure reasons a verifier returned, or a `VerifierError` saying what it should return."""
     if isinstance(value, list | tuple) and all(isinstance(r, str) for r in value):
-        return list(value)
+        return [str.__str__(r) for r in value]  # plain copies: a subclass's own methods never run
     raise VerifierError(
-        f"verifier {shown(verifier)!r} returned {value!r:.60} ({type(value).__name__}): a verifier returns "
-        "a list of the reasons the check failed, as strings, and [] when it passed"
+        f"verifier {shown(verifier)!r} returned {written(value):.60} ({type(value).__name__}): a verifier "
+        "returns a list of the reasons the check failed, as strings, and [] when it passed"
     )
 
 

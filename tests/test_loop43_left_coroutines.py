@@ -1,0 +1,82 @@
+"""A coroutine a plain-def tool (or verifier) returns after the run moved on is closed, not leaked.
+
+A plain `def` may hand back a coroutine (an `async def` behind a decorator); the loop awaits it. When
+the run was cancelled while the function still ran on its worker thread, the coroutine it returned
+was dropped unawaited: Python warned "coroutine ... was never awaited" at garbage collection, and
+whatever the coroutine holds was never let go. Now it is closed when it arrives too late.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import inspect
+import threading
+import warnings
+from typing import Any
+
+from agent import Agent, StopReason, tool
+from agent.models.scripted import ScriptedModel, call, finish
+
+
+def test_a_coroutine_returned_after_the_run_was_cancelled_is_closed() -> None:
+    asyncio.run(_cancelled_while_the_tool_runs())
+
+
+async def _cancelled_while_the_tool_runs() -> None:
+    started, gate, made = threading.Event(), threading.Event(), []
+
+    async def work() -> str:
+        return "done"
+
+    @tool
+    def slow() -> Any:
+        """Work, then hand back the rest as a coroutine."""
+        started.set()
+        gate.wait(10)
+        made.append(coro := work())
+        return coro
+
+    model = ScriptedModel([[call("slow")], [finish("done", "ok")]])
+    task = asyncio.create_task(Agent(name="a", model=model, tools=[slow]).arun("t"))  # type: ignore[list-item]
+    assert await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    assert (await task).reason is StopReason.CANCELLED
+    gate.set()
+    for _ in range(500):  # the worker hands its value back on the loop
+        if made and inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED:
+            break
+        await asyncio.sleep(0.01)
+    assert inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED
+
+
+def test_a_run_cancelled_at_any_step_leaves_no_verifier_coroutine_unawaited() -> None:
+    async def verifier(ctx: object) -> list[str]:
+        await asyncio.sleep(0)
+        return []
+
+    @tool
+    async def step() -> str:
+        """A step."""
+        await asyncio.sleep(0)
+        return "x"
+
+    async def cancel_after(steps: int) -> None:
+        model = ScriptedModel([[call("step")], [finish("done", "ok")]])
+        task = asyncio.create_task(Agent(name="a", model=model, tools=[step], verifiers=[verifier]).arun("t"))
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled before it began: nothing to return
+            assert (await task).reason in (StopReason.CANCELLED, StopReason.SUCCESS)
+
+    async def every_step() -> None:
+        for steps in range(120):
+            await cancel_after(steps)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(every_step())
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
