@@ -759,7 +759,7 @@ async def run_tool(
     if run.pending is not None:  # no side effect before every earlier checkpoint is durable
         await durable(run)
     obs.tool_started(call)
-    run.ctx.call_id = call.id
+    object.__setattr__(run.ctx, "call_id", call.id)  # the loop's own write: past the identity guard
     left = run.seconds_left()
     try:
         outcome = await execute(tool, call.arguments, run.ctx, limit=left)
@@ -768,7 +768,8 @@ async def run_tool(
             run.record(Result(call.id, CUT_SHORT, is_error=True, ran=tool.name))
         raise
     finally:  # the tool's own model calls (a sub-agent's) count in the run's budget
-        charged(agent, run)
+        if run.ctx.charges:
+            charged(agent, run)
     obs.tool_ended(call, outcome)
     if outcome.lost:
         return Suspend(agent.suspension(_unsure(call), None, call.id))

@@ -54,14 +54,23 @@ class Spent:
     def add(self, usage: Usage) -> None:
         """Count a model call's usage (a call of unknown cost makes the run's cost unknown). Counts stop
         at `MAX_COUNT`, the most a snapshot and a store hold."""
-        self.input_tokens = min(self.input_tokens + usage.input_tokens, MAX_COUNT)
-        self.output_tokens = min(self.output_tokens + usage.output_tokens, MAX_COUNT)
-        self.cache_read_tokens = min(self.cache_read_tokens + usage.cache_read_tokens, MAX_COUNT)
-        self.cache_write_tokens = min(self.cache_write_tokens + usage.cache_write_tokens, MAX_COUNT)
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
+        total = self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
+        if total > MAX_COUNT:  # one sum, not four `min` calls a turn: each count is at most the sum
+            self._saturate()
         if usage.cost_usd is None:
             self.unpriced += 1
         else:
             self.cost_usd += usage.cost_usd
+
+    def _saturate(self) -> None:
+        self.input_tokens = min(self.input_tokens, MAX_COUNT)
+        self.output_tokens = min(self.output_tokens, MAX_COUNT)
+        self.cache_read_tokens = min(self.cache_read_tokens, MAX_COUNT)
+        self.cache_write_tokens = min(self.cache_write_tokens, MAX_COUNT)
 
     def copy(self) -> Spent:
         """A tally of its own with the same counts. Every field by name: `dataclasses.replace` costs
