@@ -684,7 +684,7 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
             outcome: tuple[Callable[[Any], None], Any] = (future.set_result, context.run(fn, **kwargs))
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (future.set_exception, _Carried(exc) if isinstance(exc, _UNCARRIED) else exc)
-        return lambda: loop.call_soon_threadsafe(settle, *outcome)
+        return functools.partial(_deliver, loop, settle, outcome)
 
     _WORKERS.submit(job)
     try:
@@ -699,6 +699,17 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
                 f"function raised StopIteration ({told}): next() of an empty iterator?"
             ) from exc
         raise exc from None
+
+
+def _deliver(loop: asyncio.AbstractEventLoop, settle: Callable[..., None], outcome: tuple[Any, Any]) -> None:
+    """Hand a worker's outcome to the event loop that awaits it; a coroutine no loop will take (it closed
+    while the tool ran: its run ended) is closed, never left to warn "never awaited" in later code."""
+    try:
+        loop.call_soon_threadsafe(settle, *outcome)
+    except RuntimeError:
+        if inspect.iscoroutine(outcome[1]):
+            outcome[1].close()
+        raise
 
 
 def _close_late(future: asyncio.Future[Any]) -> None:

@@ -13,11 +13,13 @@ import contextlib
 import gc
 import inspect
 import threading
+import time
 import warnings
 from typing import Any
 
 from agent import Agent, StopReason, tool
 from agent.models.scripted import ScriptedModel, call, finish
+from agent.tools import _in_daemon_thread
 
 
 def test_a_coroutine_returned_after_the_run_was_cancelled_is_closed() -> None:
@@ -80,3 +82,34 @@ def test_a_run_cancelled_at_any_step_leaves_no_verifier_coroutine_unawaited() ->
         asyncio.run(every_step())
         gc.collect()
     assert not [w for w in caught if "never awaited" in str(w.message)]
+
+
+def test_a_coroutine_handed_back_after_the_event_loop_closed_is_closed() -> None:
+    """A plain-def function that returns a coroutine once its run's event loop has closed (the run was
+    cancelled and `asyncio.run` ended while the worker thread still ran): the coroutine was dropped with
+    the delivery, and garbage collection warned "never awaited" later, in whatever code ran then."""
+    made: list[Any] = []
+    release = threading.Event()
+
+    async def later() -> str:
+        return "x"
+
+    def slow() -> Any:
+        release.wait(10)
+        made.append(later())
+        return made[0]
+
+    async def main() -> None:
+        task = asyncio.ensure_future(_in_daemon_thread(slow, {}))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    release.set()
+    for _ in range(500):
+        if made and inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED:
+            break
+        time.sleep(0.01)
+    assert made and inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED
