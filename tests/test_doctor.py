@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from messages_api import MessagesAPI, error, message, text
@@ -51,14 +52,20 @@ def test_a_model_the_api_does_not_know_fails(api: MessagesAPI, capsys: Capture) 
     assert lines[3].startswith("fail") and "HTTP 404" in lines[3]
 
 
-def test_a_model_without_a_price_fails_and_says_why(api: MessagesAPI, capsys: Capture) -> None:
-    api.models["claude-fable-5-2"] = {}
+def test_a_model_without_a_price_fails_and_says_why(
+    api: MessagesAPI, capsys: Capture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = tmp_path / "models.toml"
+    table.write_text(
+        '[models."claude-next-1"]\ncontext_window = 1_000_000\nprice = "unknown"\n'
+        'reason = "not on Anthropic\'s pricing page yet"\n'
+    )
+    monkeypatch.setenv("ENDSTATE_MODELS", str(table))
+    api.models["claude-next-1"] = {}
     api.enqueue(message(text("OK")))
-    code, lines = doctor(capsys, "--model", "claude-fable-5-2")
+    code, lines = doctor(capsys, "--model", "claude-next-1")
     assert code == 1
-    assert lines[1].startswith(
-        "fail      model table: claude-fable-5-2: no known price"
-    )  # its window is known
+    assert lines[1].startswith("fail      model table: claude-next-1: no known price")  # its window is known
     assert "pricing" in lines[1]
     assert [line.split()[0] for line in lines[2:]] == ["ok", "ok"]
 

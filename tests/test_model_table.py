@@ -17,6 +17,16 @@ from agent.models import ModelReply, ScriptedModel
 from agent.models.catalog import DEFAULT_MODEL, ModelInfo, ModelTable, default_model
 
 MTOK = 1_000_000
+# a model with no published price yet, as the table holds one until Anthropic lists it
+UNPRICED = ModelTable.builtin().with_rows(
+    {
+        "claude-next-1": {
+            "price": "unknown",
+            "reason": "not on Anthropic's pricing page yet",
+            "context_window": 200_000,
+        }
+    }
+)
 
 
 def sdk_model_ids() -> list[str]:
@@ -155,13 +165,13 @@ def test_an_unknown_price_is_none_with_one_warning_and_a_count_every_time(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     seen: list[str] = []
-    prices = PriceTable(on_unknown=seen.append)
+    prices = PriceTable(on_unknown=seen.append, models=UNPRICED)
     with caplog.at_level(logging.WARNING, logger="endstate"):
-        costs = [prices.cost_of("claude-fable-5-2", reply(1_000, 10)) for _ in range(3)]
+        costs = [prices.cost_of("claude-next-1", reply(1_000, 10)) for _ in range(3)]
     assert costs == [None, None, None]
-    assert seen == ["claude-fable-5-2"] * 3
+    assert seen == ["claude-next-1"] * 3
     warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1 and "claude-fable-5-2" in warnings[0] and "unknown" in warnings[0]
+    assert len(warnings) == 1 and "claude-next-1" in warnings[0] and "unknown" in warnings[0]
     assert "pricing" in warnings[0]  # the table's reason is in the warning
 
 
@@ -171,12 +181,27 @@ def test_a_model_missing_from_the_table_is_unknown_too() -> None:
     assert prices.unknown_reason("gpt-9") == "it is not in the model table"
 
 
-def test_a_cost_budget_on_a_model_with_no_known_price_refuses_to_start() -> None:
-    with pytest.raises(ConfigError, match=r"no price for model 'claude-fable-5-2'.*ENDSTATE_MODELS"):
-        PriceTable().require("claude-fable-5-2", "coder")
-    with pytest.raises(ConfigError, match="has a cost budget but no price for model 'claude-fable-5-2'"):
-        Agent("coder", ScriptedModel(name="claude-fable-5-2"), budget=Budget(max_cost_usd=1.0))
+def test_a_cost_budget_on_a_model_with_no_known_price_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match=r"no price for model 'claude-next-1'.*ENDSTATE_MODELS"):
+        PriceTable(models=UNPRICED).require("claude-next-1", "coder")
+    path = tmp_path / "models.toml"
+    path.write_text('[models."claude-next-1"]\nprice = "unknown"\nreason = "not out yet"\n')
+    monkeypatch.setenv("ENDSTATE_MODELS", str(path))
+    with pytest.raises(ConfigError, match="has a cost budget but no price for model 'claude-next-1'"):
+        Agent("coder", ScriptedModel(name="claude-next-1"), budget=Budget(max_cost_usd=1.0))
     PriceTable().require("claude-fable-5-1", "coder")  # priced: no error
+
+
+def test_fable_and_mythos_5_2_are_priced_as_anthropic_lists_them() -> None:
+    """$8 / $40 (Anthropic's models overview), cache reads $0.20, cache writes by the rule."""
+    prices = PriceTable()
+    for model in ("claude-fable-5-2", "claude-mythos-5-2"):
+        assert prices.cost_of(model, reply(MTOK, MTOK)) == pytest.approx(48.0)
+        assert prices.cost_of(model, reply(0, 0, read=MTOK)) == pytest.approx(0.20)
+        assert prices.cost_of(model, reply(0, 0, write=MTOK)) == pytest.approx(10.0)
+        assert prices.cost_of(model, reply(0, 0, write=MTOK, write_1h=MTOK)) == pytest.approx(16.0)
 
 
 # -- the user's own table --------------------------------------------------------------------

@@ -74,7 +74,7 @@ def test_a_thinking_budget_is_still_sent_to_a_model_that_takes_one(model: str) -
 
 
 @pytest.mark.parametrize("model", ["claude-fable-5-2", "claude-mythos-5-2"])
-def test_fable_and_mythos_5_2_know_their_window_output_and_thinking_though_not_their_price(
+def test_fable_and_mythos_5_2_know_their_window_output_thinking_and_price(
     model: str,
 ) -> None:
     # What's new in Claude Fable 5.2: "a 1M token context window (default and maximum) and 128k max
@@ -86,7 +86,7 @@ def test_fable_and_mythos_5_2_know_their_window_output_and_thinking_though_not_t
         128_000,
         "always",
     )
-    assert row.price is None and row.unknown_price_reason
+    assert row.price is not None and (row.price.input_per_mtok, row.price.output_per_mtok) == (8.0, 40.0)
     built = AnthropicModel(model, api_key=KEY)
     assert built.context_window == 1_000_000
     with pytest.raises(ConfigError, match=f"drop tool_choice \\({model} always thinks\\)"):
