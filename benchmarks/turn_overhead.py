@@ -22,7 +22,9 @@ time: each variant and turn count in processes of its own under cachegrind,
 the difference between two numbers of runs, per turn. A count does not move
 with the machine's load, and it leaves out what time also holds: the caches
 and branch predictors, which a loop that does more kinds of work a turn uses
-worse. Both are reported; the target is read on time.
+worse. Both are reported; the target is read on time. `--cache-sim` counts
+that too: cachegrind's simulated instruction and data caches and branch
+predictor, misses and mispredicts a turn for each variant.
 
 Full telemetry is what `Telemetry.from_env` wires. With pydantic-ai-slim
 installed, an instrumented Pydantic AI agent (spans and metrics, content off)
@@ -359,10 +361,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--processes", type=int, default=3, help="--instructions: processes per count (median kept)"
     )
+    parser.add_argument(
+        "--cache-sim",
+        action="store_true",
+        help="simulate caches and branch prediction (valgrind): misses and mispredicts a turn, not time",
+    )
     parser.add_argument("--play", nargs=3, metavar=("VARIANT", "TURNS", "RUNS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.play:
         play(args.play[0], int(args.play[1]), int(args.play[2]))
+        return 0
+    if args.cache_sim:
+        for event, table in count_cache_events().items():
+            report(table, f"k {event} a turn")
+            print()
         return 0
     if args.instructions:
         report(count_instructions(args.processes), "k instructions a turn")
@@ -441,14 +453,48 @@ def count_instructions(processes: int = 3) -> Table:
 
 def _instructions(variant: str, turns: int, runs: int) -> int:
     """Instructions (cachegrind's `I refs`, every thread) of one process that plays `runs` runs."""
-    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    return _cachegrind(variant, turns, runs, simulate=False)["instructions"]
+
+
+# cachegrind's summary lines, by what the report calls them
+CACHE_EVENTS = {
+    "instructions": "I refs",
+    "instruction-cache misses (I1)": "I1  misses",
+    "data-cache misses (D1)": "D1  misses",
+    "branches": "Branches",
+    "branch mispredicts": "Mispredicts",
+}
+
+
+def count_cache_events() -> dict[str, Table]:
+    """Thousands of each of `CACHE_EVENTS` a turn for each variant and turn count, as
+    `count_instructions` counts (one process a count). What time holds and an instruction count
+    does not: a turn that runs more kinds of code misses the caches and branch predictors more."""
+    tables: dict[str, Table] = {event: {name: {} for name in PLAYED.values()} for event in CACHE_EVENTS}
+    for turns in TURN_COUNTS:
+        few, more = 2, 2 + max(10, 1000 // turns)
+        for key, name in PLAYED.items():
+            low, high = (_cachegrind(key, turns, runs, simulate=True) for runs in (few, more))
+            for event in CACHE_EVENTS:
+                tables[event][name][turns] = (high[event] - low[event]) / ((more - few) * turns) / 1000
+    return tables
+
+
+def _cachegrind(variant: str, turns: int, runs: int, simulate: bool) -> dict[str, int]:
+    """Cachegrind's counts (every thread) of one process that plays `runs` runs: instructions only,
+    or with `simulate` the simulated caches' misses and the branch predictor's mispredicts too."""
+    sim = ["--cache-sim=yes", "--branch-sim=yes"] if simulate else ["--cache-sim=no"]
+    command = ["valgrind", "--tool=cachegrind", *sim, "--cachegrind-out-file=/dev/null"]
     command += [sys.executable, __file__, "--play", variant, str(turns), str(runs)]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")
-    return int(found.group(1).replace(",", ""))
+    counts = {}
+    for event, label in CACHE_EVENTS.items():
+        found = re.search(re.escape(label).replace(r"\ ", r"\s+") + r":\s+([\d,]+)", done.stderr)
+        if found is None and (simulate or event == "instructions"):
+            raise SystemExit(f"no {label!r} count in valgrind's output:\n{done.stderr[-2000:]}")
+        counts[event] = int(found.group(1).replace(",", "")) if found else 0
+    return counts
 
 
 if __name__ == "__main__":
