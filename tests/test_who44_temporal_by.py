@@ -12,9 +12,12 @@ import asyncio
 import contextlib
 import gzip
 import json
+import os
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 import pytest
@@ -355,3 +358,49 @@ def test_the_api_and_the_inbox_over_temporal_keep_the_name_and_tell_the_next_per
             await asyncio.to_thread(served, runs, lambda api: pages(api, asked.run_id))
 
     asyncio.run(scenario())
+
+
+async def cli(*argv: str) -> tuple[int, str, str]:
+    """`endstate ARGV` in a process of its own: exit code, stdout, stderr."""
+    env = {k: v for k, v in os.environ.items() if k != "ENDSTATE_TEMPORAL"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent.cli", *argv, stdout=PIPE, stderr=PIPE, env=env
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+def test_the_commands_over_temporal_send_by_or_the_user_and_refuse_a_bad_one(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            on = ("--temporal", temporal.address, "--task-queue", runs.task_queue)
+            asked = await runs.start("payer", "Pay.")
+            assert isinstance(asked, RunResult)
+            code, out, err = await cli("approve", asked.run_id, *on, "--by", "ana\x1b[2J")
+            assert code == 2 and "control or invisible characters" in err, (out, err)
+            code, out, err = await cli("approve", asked.run_id, *on, "--by", "ana\u202e")
+            assert code == 2 and "nothing was changed" in err, (out, err)
+            assert (await recorded(runs, asked.run_id))["status"] == "waiting"
+            code, out, err = await cli("approve", asked.run_id, *on, "--by", "ana")
+            assert code == 0, err
+            assert (await recorded(runs, asked.run_id))["last_answer_by"] == "ana"
+            code, out, err = await cli("deny", asked.run_id, "no", *on)  # no --by: the user running it
+            assert code == 0, err
+            shown = await recorded(runs, asked.run_id)
+            assert shown["last_answer_by"] == current_user() and shown["last_answer_kind"] == "denied"
+            code, out, err = await cli("runs", "--json", *on)
+            assert code == 0, err
+            [listed] = [
+                r for r in map(json.loads, out.splitlines()) if r["run_id"] == asked.run_id
+            ]  # JSON lines
+            assert listed["last_answer_by"] == current_user()
+
+    asyncio.run(scenario())
+
+
+def current_user() -> str:
+    from agent.cli._help import current_user as user
+
+    return user()
