@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import temporal_agents
 from starlette.testclient import TestClient
-from temporal_server import TemporalServer, serving, temporal_fixture
+from temporal_server import TemporalServer, serving, temporal_fixture, waiting
 from temporalio.client import WorkflowHistory, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
@@ -404,3 +404,24 @@ def current_user() -> str:
     from agent.cli._help import current_user as user
 
     return user()
+
+
+def test_a_run_that_continues_as_new_after_its_answer_keeps_who_gave_it(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    from test_probe39a_continue_as_new import executions
+
+    async def scenario() -> None:
+        async with serving(temporal, catalog(), continue_after_events=1) as runs:  # a turn an execution
+            state = {"script": "bench-ask", "dir": str(tmp_path), "k": 3, "max_turns": 9}
+            asked = await runs.start("counter", "Count", state=state)
+            assert isinstance(asked, RunResult) and asked.reason is StopReason.NEED_HELP
+            await waiting(runs, asked.run_id)  # in the execution it handed over to
+            before = len(await executions(runs, asked.run_id))
+            done = await asyncio.wait_for(runs.answer(asked.run_id, "yes", by="ana"), 60)
+            assert done.reason is StopReason.SUCCESS, done.note
+            assert len(await executions(runs, asked.run_id)) > before  # answered, then handed over
+            shown = await recorded(runs, asked.run_id)
+            assert (shown["last_answer_by"], shown["last_answer"]) == ("ana", "yes")
+
+    asyncio.run(scenario())
