@@ -162,7 +162,7 @@ def test_a_stale_reply_to_a_resumed_run_on_temporal_is_refused_across_its_execut
             now = await runs.record(asked.run_id)
             assert now is not None and now.segments > read.segments
             assert now.task == read.task == "Pay the invoice."  # the resumed execution's record too
-            with pytest.raises(NotClaimable, match=r"moved on \(segment \d+, not 1\)"):
+            with pytest.raises(NotClaimable, match=r"moved on \(segment \d+, not 1; answered by someone who"):
                 await runs.submit(asked.run_id, approved=True, segments=read.segments)  # a retry
             with pytest.raises(AnswerError, match="segments must be"):
                 await runs.submit(asked.run_id, approved=True, segments=True)  # type: ignore[arg-type]

@@ -159,8 +159,8 @@ def _by_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--by",
         default=None,
-        help="who answers, kept on the run and told to whoever answers after (default: the user running "
-        "this; a Temporal run does not keep it)",
+        help="who answers, kept on the run (with --temporal too) and told to whoever answers after "
+        "(default: the user running this)",
     )
 
 
@@ -279,23 +279,23 @@ def waiting_pages(store: RunStore, size: int) -> Iterator[Listing]:
 
 
 def _answer(args: argparse.Namespace) -> int:
-    by = _by(args)
+    by = answered_by(args)
     return _continue(args, lambda runner: runner.claim(args.run_id, args.text, by=by), create=False)
 
 
 def _approve(args: argparse.Namespace) -> int:
-    by = _by(args)
+    by = answered_by(args)
     return _continue(args, lambda runner: runner.claim(args.run_id, approved=True, by=by), create=False)
 
 
 def _deny(args: argparse.Namespace) -> int:
-    by, reason = _by(args), args.reason or None
+    by, reason = answered_by(args), args.reason or None
     return _continue(
         args, lambda runner: runner.claim(args.run_id, reason, approved=False, by=by), create=False
     )
 
 
-def _by(args: argparse.Namespace) -> str | None:
+def answered_by(args: argparse.Namespace) -> str | None:
     """Who answers: --by, else the user running this (as `review label` names a labeller); checked."""
     return checked_answerer(current_user() if args.by is None else args.by)
 

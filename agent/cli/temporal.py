@@ -30,7 +30,7 @@ from agent._args import given
 from agent.budget import MAX_SECONDS
 from agent.cli._help import CATALOG, METRICS_ADDR, OTEL, TEMPORAL, metrics_addr
 from agent.cli._signals import sigterm_as_ctrl_c
-from agent.cli.runs import add_catalog_arg, refuse_undecodable, start_options
+from agent.cli.runs import add_catalog_arg, answered_by, refuse_undecodable, start_options
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
@@ -299,15 +299,22 @@ def _refused(result: RunResult) -> bool:
 
 
 async def _answer(args: argparse.Namespace) -> int:
-    return _print_result(args, await _noted(args, (await _runs_client(args)).answer(args.run_id, args.text)))
+    by = answered_by(args)
+    return _print_result(
+        args, await _noted(args, (await _runs_client(args)).answer(args.run_id, args.text, by=by))
+    )
 
 
 async def _approve(args: argparse.Namespace) -> int:
-    return _print_result(args, await _noted(args, (await _runs_client(args)).approve(args.run_id)))
+    by = answered_by(args)
+    return _print_result(args, await _noted(args, (await _runs_client(args)).approve(args.run_id, by=by)))
 
 
 async def _deny(args: argparse.Namespace) -> int:
-    return _print_result(args, await _noted(args, (await _runs_client(args)).deny(args.run_id, args.reason)))
+    by = answered_by(args)
+    return _print_result(
+        args, await _noted(args, (await _runs_client(args)).deny(args.run_id, args.reason, by=by))
+    )
 
 
 async def _resume(args: argparse.Namespace) -> int:

@@ -467,6 +467,26 @@ def reply_too_large(what: str, text: str) -> str | None:
     )
 
 
+# the memo's key of the last reply a run took, with who gave it (`workflow.ANSWERER_KEPT`)
+ANSWERED = "answered"
+ANSWERED_FIELDS = ("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer")
+
+
+def answered_of(kept: Any) -> dict[str, Any]:
+    """The `last_answer_*` fields of a run from its memo's `ANSWERED` (as `RunRecord` holds them), read
+    fail-safe: {} when none was kept, or it is not what a workflow keeps."""
+    if not isinstance(kept, dict):
+        return {}
+    by, at, kind, text = (kept.get(k) for k in ANSWERED_FIELDS)
+    if not isinstance(at, int | float) or isinstance(at, bool) or not isinstance(kind, str):
+        return {}
+    return dict(zip(ANSWERED_FIELDS, (_str(by), float(at), kind, _str(text)), strict=True))
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def utc(timestamp: float) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
 

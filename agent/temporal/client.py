@@ -49,7 +49,7 @@ from temporalio.service import RetryConfig, RPCError, RPCStatusCode, ServiceClie
 from agent._state import extended
 from agent._valid import is_text, is_whole
 from agent.budget import Extension
-from agent.durable.runner import RUN_ID, AnswerError, check_state
+from agent.durable.runner import RUN_ID, AnswerError, check_state, checked_answerer
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.errors import ConfigError
 from agent.journal import Journal
@@ -221,15 +221,16 @@ class TemporalRuns:
                 "it first (it registers them), or have its operator add them; nothing was started"
             ) from exc
 
-    async def answer(self, run_id: str, text: str) -> RunResult:
-        """Answer a waiting run's question; the result of the segment that follows."""
-        return await self._reply(run_id, w.ANSWER, text)
+    async def answer(self, run_id: str, text: str, *, by: str | None = None) -> RunResult:
+        """Answer a waiting run's question (`by`: who answers, kept on the run; None: no name); the
+        result of the segment that follows."""
+        return await self._reply(run_id, w.ANSWER, [text], by)
 
-    async def approve(self, run_id: str) -> RunResult:
-        return await self._reply(run_id, w.APPROVE)
+    async def approve(self, run_id: str, *, by: str | None = None) -> RunResult:
+        return await self._reply(run_id, w.APPROVE, [], by)
 
-    async def deny(self, run_id: str, reason: str = "") -> RunResult:
-        return await self._reply(run_id, w.DENY, reason)
+    async def deny(self, run_id: str, reason: str = "", *, by: str | None = None) -> RunResult:
+        return await self._reply(run_id, w.DENY, [reason], by)
 
     async def submit(
         self,
@@ -237,18 +238,14 @@ class TemporalRuns:
         answer: str | None = None,
         approved: bool | None = None,
         segments: int | None = None,
+        by: str | None = None,
     ) -> None:
         """Hand a waiting run its reply and return once the run has taken it (not when it has run on).
         With `segments` (the run's count as read: `RunRecord.segments`), only while the run is still
-        there: once it has moved on, `NotClaimable` and nothing changed."""
+        there: once it has moved on, `NotClaimable` and nothing changed. `by` names who replies (kept
+        on the run, as the store's runner keeps it; None: no name); a bad name is a `ConfigError`."""
         update, args = _update_of(answer, approved)
-        args = [*args, False]
-        if segments is None:
-            await self._update(run_id, update, args)  # returns once taken
-            return
-        # A worker from before the check takes no `segments` (mid-deploy): the reply is sent again
-        # without it, as such a worker always took it (its runs publish no count to check against).
-        await self._update(run_id, update, [*args, segments], older=args)
+        await self._update(run_id, update, *_sent(args, False, segments, checked_answerer(by)))
 
     async def record(self, run_id: str) -> RunRecord | None:
         """One run as the store-backed commands show it, or None when there is no such run (one on
@@ -299,6 +296,8 @@ class TemporalRuns:
         if more is not None:
             start["more"] = dataclasses.asdict(more)
         start = _fitting(run_id, start)
+        # what `runs`, `/runs/{id}` and the inbox show; who answered last carried on, as a store's row is
+        memo = {"task": run.get("task", ""), **await self._answered_memo(run_id)}
         try:
             return await self._start_workflow(
                 run_id,
@@ -310,7 +309,7 @@ class TemporalRuns:
                         SearchAttributePair(w.SA_TASK_TYPE, result.task_type),
                     ]
                 ),
-                memo={"task": run.get("task", "")},  # what `runs`, `/runs/{id}` and the inbox show
+                memo=memo,
             )
         except WorkflowAlreadyStartedError as exc:
             raise NotClaimable(f"run {run_id} was resumed by someone else meanwhile") from exc
@@ -336,6 +335,14 @@ class TemporalRuns:
                 "nothing was changed"
             )
         return result, run
+
+    async def _answered_memo(self, run_id: str) -> dict[str, Any]:
+        """The run's last reply as its latest execution's memo keeps it (`_wire.ANSWERED`), for the next."""
+        try:
+            kept = (await (await self._described(run_id)).memo()).get(w.ANSWERED)
+        except (UnknownRun, StoreError):  # not kept on: the resume goes on, as one from before did
+            return {}
+        return {w.ANSWERED: kept} if w.answered_of(kept) else {}
 
     async def cancel(self, run_id: str) -> None:
         """Cancel a run: its segment ends as `cancelled` at once, resumable (in whichever execution the run
@@ -410,12 +417,16 @@ class TemporalRuns:
             **record.usage.flat(),
         }
 
-    async def _reply(self, run_id: str, update: str, *args: Any) -> RunResult:
-        return w.result_from_json(await self._update(run_id, update, list(args)))
+    async def _reply(self, run_id: str, update: str, args: list[Any], by: str | None) -> RunResult:
+        sent = _sent(args, True, None, checked_answerer(by))
+        return w.result_from_json(await self._update(run_id, update, *sent))
 
-    async def _update(self, run_id: str, update: str, args: list[Any], older: list[Any] | None = None) -> Any:
+    async def _update(
+        self, run_id: str, update: str, args: list[Any], older: Sequence[list[Any]] = ()
+    ) -> Any:
         """A reply's update of the waiting run (refused, or no waiting run: said why); with `older`, the
-        arguments to send instead to a worker whose handler does not take `args` (an older release)."""
+        arguments to send instead, in turn, to a worker whose handler does not take `args` (an older
+        release: see `_sent`)."""
         for text in (a for a in args if isinstance(a, str)):
             if problem := w.reply_too_large("the reply", text):
                 raise AnswerError(f"run {run_id}: {problem}; nothing was changed")
@@ -425,8 +436,9 @@ class TemporalRuns:
         except WorkflowUpdateFailedError as exc:
             if (then := _continued(exc)) is not None:  # taken; its segment goes on in the next execution
                 return (await self._segment(await self._handle(run_id), then)).to_dict()
-            if older is not None and _arguments_refused(exc):
-                return await self._update(run_id, update, older)
+            if older and _arguments_refused(exc):
+                _left_out(run_id, args, older[0])
+                return await self._update(run_id, update, older[0], older[1:])
             raise _refused(run_id, exc) from exc
         except RPCError as exc:
             if _closing(exc) or (exc.status is RPCStatusCode.NOT_FOUND and await self._moved_on(handle, 1)):
@@ -525,8 +537,10 @@ class TemporalRuns:
             return _rpc_error(run_id, exc)
         ended = await self.ended(run_id)  # raises UnknownRun for a run that never existed
         reason = ended[0].reason if ended else "running"
+        record = await self.record(run_id)
+        said = f"; {record.answered_note}" if record and record.answered_note else ""
         return NotClaimable(
-            f"run {run_id} is not waiting for a person (it ended as {reason}); nothing was changed"
+            f"run {run_id} is not waiting for a person (it ended as {reason}{said}); nothing was changed"
         )
 
     # -- listing -----------------------------------------------------------
@@ -603,6 +617,7 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         deadline=suspension.deadline if suspension else None,
         suspended_at=suspension.suspended_at if suspension else None,
         segments=_whole(memo.get("segments")),
+        **w.answered_of(memo.get(w.ANSWERED)),
     )
 
 
@@ -678,6 +693,32 @@ def _check_label(what: str, value: object) -> None:
         raise ConfigError(
             f"{what} {value[:40]!r}... is over {MAX_KEYWORD_BYTES:,} bytes, which Temporal refuses in a "
             "search attribute: use a short name"
+        )
+
+
+def _sent(
+    args: list[Any], wait: bool, segments: int | None, by: str | None
+) -> tuple[list[Any], list[list[Any]]]:
+    """A reply's update arguments (`args`, then WAIT, SEGMENTS and BY as the workflow takes them), and
+    those to send instead, in turn, to a worker from before `segments` or `by` (mid-deploy) whose
+    handler refuses them: such a worker always took the reply without them (its runs publish no count
+    to check against, and keep no name)."""
+    base = [*args, wait]
+    read = [*base, segments]
+    if by is not None:
+        return [*read, by], ([read, base] if segments is not None else [base])
+    return (read, [base]) if segments is not None else (base, [])
+
+
+def _left_out(run_id: str, args: list[Any], older: list[Any]) -> None:
+    """Log a reply's name that a worker from before `by` could not take (the run keeps none): in `_sent`'s
+    forms, a text last past the second argument is the name (SEGMENTS is a count or None)."""
+    if len(args) >= 3 and isinstance(args[-1], str) and older[-1:] != args[-1:]:
+        log.warning(
+            "run %s: its worker (a release from before answerers' names) takes none: the reply was sent "
+            "without %r, which the run does not keep",
+            run_id,
+            args[-1],
         )
 
 

@@ -154,13 +154,12 @@ class TemporalRunner:
     ) -> TemporalJob:
         """Hand a waiting run its reply (with `segments`, only while the run is still at the count read:
         checked by the workflow as it takes the reply); with neither, resume a cancelled run (with
-        `more`: a limit stop). A workflow keeps no answerer's name: `by` is logged here only."""
-        if by is not None:
-            log.info("run %s: a reply given by %r is handed to its workflow", run_id, by)
+        `more`: a limit stop). `by` names who replies: the run keeps it, as the store's runner does."""
         if answer is None and approved is None:
             self.bridge.call(self.runs.submit_resume(run_id, more))
         else:
-            self.bridge.call(self.runs.submit(run_id, answer, approved, segments), self._not_taken(run_id))
+            replied = self.runs.submit(run_id, answer, approved, segments, by)
+            self.bridge.call(replied, self._not_taken(run_id))
         return TemporalJob(run_id)
 
     def _not_taken(self, run_id: str) -> ReplyNotTaken:

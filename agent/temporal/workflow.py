@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
     from agent.budget import bounded_extension
     from agent.clock import CancelSignal
+    from agent.durable.store.base import answer_kind, answered_note, answerer
     from agent.journal import Answer, Approval, HumanReply, Stopped, reply_problem
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot
@@ -96,6 +97,13 @@ PACKED_HAND_OVER = "endstate-hand-over-a-packed-snapshot"
 # A result whose snapshot is over a payload keeps it packed when that fits (`_wire.PACKED`, beside `snapshot`
 # None), so the run can still be resumed or extended. Runs ended before left it out, as they did.
 PACKED_RESULT = "endstate-result-keeps-a-packed-snapshot"
+# A reply carries who gave it (`by`, the name the store's runner keeps): once taken, the run keeps it with
+# its time, kind and text in the memo (`_wire.ANSWERED`, carried to the run's next executions), where `runs`,
+# `pending` and the inbox read it, and a reply refused because one came first is told whose it was. Runs
+# started before kept no name, and a worker from before takes none (the client sends the reply without it).
+# A reply taken also ends the run's wait in visibility at once (as the store's claim makes a run running), not
+# when its next segment ends: `pending` and the pending-help gauges no longer list a run answered already.
+ANSWERER_KEPT = "endstate-answerer-kept"
 CARRIED = ("agent", "task", "task_type", "state", "plan")  # what of the run its next execution is given
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
@@ -114,6 +122,13 @@ class Reply:
     answer: str | None
     approved: bool | None
     at: float
+    by: str | None = None  # who gave it (None: no name)
+
+    def kept(self) -> dict[str, Any]:
+        """The reply as the memo keeps it (`_wire.ANSWERED`): who, when, its kind and its text (cut)."""
+        text = None if self.answer is None else self.answer[:MEMO_TEXT]
+        kind = answer_kind(self.answer, self.approved)
+        return dict(zip(w.ANSWERED_FIELDS, (self.by, self.at, kind, text), strict=True))
 
 
 class CancelRequested:
@@ -435,33 +450,41 @@ class EndstateRun:
     # -- people ----------------------------------------------------------
 
     @workflow.update(name=w.ANSWER)
-    async def answer(self, text: str, wait: bool = True, segments: Any = None) -> dict[str, Any]:
-        """Answer the question; with `wait`, the result of the segment that follows."""
-        return await self._take(Reply(text, None, now()), wait)
+    async def answer(
+        self, text: str, wait: bool = True, segments: Any = None, by: Any = None
+    ) -> dict[str, Any]:
+        """Answer the question (given by `by`: a name, or None); with `wait`, the result of the segment
+        that follows."""
+        return await self._take(Reply(text, None, now(), _named(by)), wait)
 
     @answer.validator
-    def _answer_ok(self, text: str, wait: bool = True, segments: Any = None) -> None:
+    def _answer_ok(self, text: str, wait: bool = True, segments: Any = None, by: Any = None) -> None:
         _check_text("an answer", text)
         _check_body(w.ANSWER, wait)
+        _check_by(by)
         self._check_reply(Answer(text), segments)
 
     @workflow.update(name=w.APPROVE)
-    async def approve(self, wait: bool = True, segments: Any = None) -> dict[str, Any]:
-        return await self._take(Reply(None, True, now()), wait)
+    async def approve(self, wait: bool = True, segments: Any = None, by: Any = None) -> dict[str, Any]:
+        return await self._take(Reply(None, True, now(), _named(by)), wait)
 
     @approve.validator
-    def _approve_ok(self, wait: bool = True, segments: Any = None) -> None:
+    def _approve_ok(self, wait: bool = True, segments: Any = None, by: Any = None) -> None:
         _check_body(w.APPROVE, wait)
+        _check_by(by)
         self._check_approval(segments)
 
     @workflow.update(name=w.DENY)
-    async def deny(self, reason: str = "", wait: bool = True, segments: Any = None) -> dict[str, Any]:
-        return await self._take(Reply(reason or None, False, now()), wait)
+    async def deny(
+        self, reason: str = "", wait: bool = True, segments: Any = None, by: Any = None
+    ) -> dict[str, Any]:
+        return await self._take(Reply(reason or None, False, now(), _named(by)), wait)
 
     @deny.validator
-    def _deny_ok(self, reason: str = "", wait: bool = True, segments: Any = None) -> None:
+    def _deny_ok(self, reason: str = "", wait: bool = True, segments: Any = None, by: Any = None) -> None:
         _check_text("a denial's reason", reason)
         _check_body(w.DENY, wait)
+        _check_by(by)
         self._check_approval(segments)
 
     @workflow.update(name=w.SEGMENT)
@@ -559,6 +582,9 @@ class EndstateRun:
         if workflow.patched(REPLY_CHECKED):
             await self._ready_for(reply)
         self._reply = reply
+        if workflow.patched(ANSWERER_KEPT):  # see `ANSWERER_KEPT`
+            workflow.upsert_memo({w.ANSWERED: reply.kept()})
+            workflow.upsert_search_attributes([w.SA_WAITING.value_set(False)])  # taken: no longer pending
         if not wait:
             return {}
         await workflow.wait_condition(lambda: self._segments > seen or self._done or self._moved is not None)
@@ -612,7 +638,9 @@ class EndstateRun:
             raise ApplicationError("another reply to the run is being taken", type="NotWaiting")
         if self._waiting is None or self._reply is not None:
             reason = self._last.reason if self._last else "running"
-            raise ApplicationError(f"the run is not waiting for a person (it is {reason})", type="NotWaiting")
+            raise ApplicationError(
+                f"the run is not waiting for a person (it is {reason}{_answered()})", type="NotWaiting"
+            )
         s = self._waiting.suspension
         assert s is not None
         if s.deadline <= now():
@@ -632,8 +660,8 @@ class EndstateRun:
             return
         if segments != (now_at := self._before + self._segments):
             raise ApplicationError(
-                f"the run moved on (segment {now_at}, not {segments}) since it was read: read the run again "
-                "and answer its current question; nothing was changed",
+                f"the run moved on (segment {now_at}, not {segments}{_answered()}) since it was read: read "
+                "the run again and answer its current question; nothing was changed",
                 type="NotClaimable",
             )
 
@@ -660,11 +688,33 @@ def _check_text(what: str, value: Any) -> None:
         raise ApplicationError(problem, type="AnswerError")
 
 
-# what Endstate's client sends as each reply's update input (WAIT and SEGMENTS may be left out)
+def _check_by(by: Any) -> None:
+    """Refuse a reply whose `by` is no name (not text, too long, control or invisible characters), with
+    the words the store's runner refuses it in."""
+    try:
+        answerer(by)
+    except ValueError as exc:
+        raise ApplicationError(str(exc), type="ConfigError") from None
+
+
+def _named(by: Any) -> str | None:
+    """The name a reply is given under, as checked by its validator (None: none)."""
+    return answerer(by)
+
+
+def _answered() -> str:
+    """`; answered by NAME at TIME: what` of the run's last reply taken (the memo's `_wire.ANSWERED`), for a
+    refusal; '' when none was kept."""
+    kept = w.answered_of(workflow.memo_value(w.ANSWERED, None))
+    note = answered_note(*(kept.get(k) for k in w.ANSWERED_FIELDS))
+    return f"; {note}" if note else ""
+
+
+# what Endstate's client sends as each reply's update input (WAIT, SEGMENTS and BY may be left out)
 BODIES = {
-    w.ANSWER: "[TEXT, WAIT, SEGMENTS]",
-    w.APPROVE: "[WAIT, SEGMENTS] or none",
-    w.DENY: "[REASON, WAIT, SEGMENTS]",
+    w.ANSWER: "[TEXT, WAIT, SEGMENTS, BY]",
+    w.APPROVE: "[WAIT, SEGMENTS, BY] or none",
+    w.DENY: "[REASON, WAIT, SEGMENTS, BY]",
 }
 
 

@@ -143,13 +143,9 @@ class RunRecord(WithUsage):
     def answered_note(self) -> str:
         """Who answered the run last, when and what, for a person whose answer was refused:
         `answered by ana at 2026-09-14 08:30:00 UTC: denied 'too wide'`; '' when no answer was recorded."""
-        if self.last_answer_at is None or self.last_answer_kind is None:
-            return ""
-        who = self.last_answer_by or "someone who gave no name"
-        what = self.last_answer_kind
-        if self.last_answer:
-            what += f" {_quoted(self.last_answer)}"
-        return f"answered by {who} at {when(self.last_answer_at)}: {what}"
+        return answered_note(
+            self.last_answer_by, self.last_answer_at, self.last_answer_kind, self.last_answer
+        )
 
     @property
     def asked_at(self) -> float | None:
@@ -425,6 +421,15 @@ _SHOWN_ANSWER = 200  # how much of the last answer a refusal repeats
 def _quoted(text: str) -> str:
     cut = text if len(text) <= _SHOWN_ANSWER else text[:_SHOWN_ANSWER] + "..."
     return repr(cut)
+
+
+def answered_note(by: str | None, at: float | None, kind: str | None, answer: str | None) -> str:
+    """`answered by NAME at TIME: KIND 'what'` (`RunRecord.answered_note`, and a Temporal run's
+    refusals); '' when no answer was recorded (no time or kind)."""
+    if at is None or kind is None:
+        return ""
+    what = f"{kind} {_quoted(answer)}" if answer else kind
+    return f"answered by {by or 'someone who gave no name'} at {when(at)}: {what}"
 
 
 def answer_kind(answer: str | None, approved: bool | None) -> str:
