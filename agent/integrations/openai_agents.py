@@ -18,7 +18,8 @@ never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
 LangGraph's), and one that ran past its `timeout` (the SDK's timeout text, or its
 `ToolTimeoutError`) a timed-out call (`timeout`, as Endstate's own), one raising out of the
-run (no `failure_error_function`) a failed call of its exception's type; a custom
+run (no `failure_error_function`) a failed call of its exception's type, and the run's `error` stop
+of that type too (not the SDK's `UserError` around it); a custom
 `failure_error_function`'s or `timeout_error_function`'s text cannot be told apart from a result.
 A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
 the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
@@ -480,7 +481,17 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
         )
     if isinstance(exc, ModelRefusalError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
-    return recorder.fail(exc, raw=exc)
+    return recorder.fail(_unwrapped(exc), raw=exc)
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The failure a run's `error` stop is typed by: for a tool that raised out of the run (no
+    `failure_error_function`), the tool's own exception, which the SDK's `UserError` ("Error running
+    tool NAME: ...") keeps as its cause, as Pydantic AI and LangGraph report a tool's; else `exc`."""
+    cause = exc.__cause__
+    if isinstance(exc, UserError) and isinstance(cause, Exception) and said(exc).startswith(_RAISED):
+        return cause
+    return exc
 
 
 def _cancelled(result: Any) -> bool:
