@@ -21,6 +21,8 @@ LangGraph's), and one that ran past its `timeout` (the SDK's timeout text, or it
 run (no `failure_error_function`) a failed call of its exception's type, and the run's `error` stop
 of that type too (not the SDK's `UserError` around it); a custom
 `failure_error_function`'s or `timeout_error_function`'s text cannot be told apart from a result.
+A call to a tool the agent lacks is a failed call (`unknown_tool`), whether the SDK answers it with
+its "not found" text or stops the run on it (`ModelBehaviorError`, the run's `error`).
 A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
 the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
 call (`guardrail_rejected`), recorded once the SDK sends its answer to the model (the SDK runs no
@@ -52,6 +54,7 @@ import contextlib
 import functools
 import inspect
 import json
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -63,6 +66,7 @@ from agents import Runner, default_tool_error_function
 from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    ModelBehaviorError,
     ModelRefusalError,
     OutputGuardrailTripwireTriggered,
     ToolInputGuardrailTripwireTriggered,
@@ -109,6 +113,8 @@ TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default
 TOOL_TIMEOUT = "timeout"  # the tool ran past its `timeout` (outcome `timeout`, as Endstate's own tools)
 _RAISED = "Error running tool "  # how the SDK's UserError names a tool that raised out of the run
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
+UNKNOWN_TOOL = "unknown_tool"  # error.type of a call to a tool the agent lacks, as in Endstate's own runs
+_NOT_FOUND = re.compile(r"Tool (.+) not found in agent ")  # the SDK's ModelBehaviorError for such a call
 CONTEXT_FULL = "context_length_exceeded"  # the OpenAI API's error code for an input past the context window
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
@@ -228,9 +234,28 @@ class EndstateRunHooks(OARunHooks[Any]):
         for call_id, (name, arguments) in asked.items():
             guarded = getattr(tools.get(name), "tool_input_guardrails", None)
             denied = callable(approved) and approved(name, call_id) is False
-            if call_id in answered and guarded and not denied:
+            error = GUARDRAIL_REJECTED if guarded else UNKNOWN_TOOL if self.unknown(name) else None
+            if call_id in answered and error and not denied:
                 self.recorder.tool_started(call_id, name, arguments)
-                self.recorder.tool_ended(call_id, name, answered[call_id], GUARDRAIL_REJECTED, arguments)
+                self.recorder.tool_ended(call_id, name, answered[call_id], error, arguments)
+
+    def unknown(self, name: str) -> bool:
+        """Whether the asking agent has no tool (or handoff) `name`: its MCP servers' tools (listed
+        only when the SDK runs) count as known, so an agent with MCP servers has none unknown here."""
+        asker = self.asker
+        known = {t.name for t in getattr(asker, "tools", ())} | set(_handoff_names(asker))
+        return name not in known and not getattr(asker, "mcp_servers", None)
+
+    def called_unknown(self, exc: ModelBehaviorError) -> None:
+        """The SDK stopped the run on a call to a tool its agent lacks (its default
+        `tool_not_found_behavior`: "Tool NAME not found in agent ..."): that call failed
+        (`unknown_tool`), as such a call does in Endstate's own runs; it has no tool hooks."""
+        found = _NOT_FOUND.match(said(exc))
+        for call_id, (name, arguments) in list(self.asked.items()):
+            if found is not None and name == found.group(1):
+                del self.asked[call_id]
+                self.recorder.tool_started(call_id, name, arguments)
+                self.recorder.tool_ended(call_id, name, said(exc), UNKNOWN_TOOL, arguments)
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
         if self.inner is not None:
@@ -420,6 +445,8 @@ class _Observed:
             self.hooks.tripped(exc)
         if self.hooks.running and isinstance(exc, ToolTimeoutError | UserError):
             self.hooks.raised(exc)
+        if self.hooks.asked and isinstance(exc, ModelBehaviorError):
+            self.hooks.called_unknown(exc)
         details = getattr(exc, "run_data", None)  # a limit after the tools ran: no model call came next
         if self.hooks.asked and details is not None:
             self.hooks.answered_unseen(details.context_wrapper, details.new_items)
