@@ -105,7 +105,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import run_cancelled, said
+from agent.tools import UNKNOWN_TOOL, run_cancelled, said
 from agent.verify import Verifier
 
 PROVIDER = "openai"
@@ -113,7 +113,6 @@ TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default
 TOOL_TIMEOUT = "timeout"  # the tool ran past its `timeout` (outcome `timeout`, as Endstate's own tools)
 _RAISED = "Error running tool "  # how the SDK's UserError names a tool that raised out of the run
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
-UNKNOWN_TOOL = "unknown_tool"  # error.type of a call to a tool the agent lacks, as in Endstate's own runs
 _NOT_FOUND = re.compile(r"Tool (.+) not found in agent ")  # the SDK's ModelBehaviorError for such a call
 CONTEXT_FULL = "context_length_exceeded"  # the OpenAI API's error code for an input past the context window
 GUARDRAIL_TRIPS = (

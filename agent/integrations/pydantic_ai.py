@@ -97,7 +97,7 @@ from agent.integrations._sync import run_sync
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import said
+from agent.tools import UNKNOWN_TOOL, said
 from agent.verify import Verifier
 
 PROVIDER = "pydantic_ai"
@@ -610,16 +610,25 @@ async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) ->
     person, nor when an answer given on resume stands in for it.
     """
     running: dict[str, str] = {}  # call id -> tool name
+    unknown: set[str] = set()  # the calls of tools the agent lacks (failed: `unknown_tool`)
     resumed = node.tool_call_results is not None
     try:
         async with node.stream(run.ctx) as events:
             async for event in events:
-                if isinstance(event, FunctionToolCallEvent) and _runs(run, event, resumed):
+                if isinstance(event, FunctionToolCallEvent) and _unknown(run, event):
+                    unknown.add(event.part.tool_call_id)
+                if isinstance(event, FunctionToolCallEvent) and (
+                    event.part.tool_call_id in unknown or _runs(run, event, resumed)
+                ):
                     call = event.part
                     running[call.tool_call_id] = call.tool_name
                     recorder.tool_started(call.tool_call_id, call.tool_name, call.args_as_dict())
                 elif isinstance(event, FunctionToolResultEvent) and event.tool_call_id in running:
-                    _tool_returned(recorder, event.part, running.pop(event.tool_call_id))
+                    name = running.pop(event.tool_call_id)
+                    if event.tool_call_id in unknown:
+                        recorder.tool_ended(event.tool_call_id, name, str(event.part.content), UNKNOWN_TOOL)
+                    else:
+                        _tool_returned(recorder, event.part, name)
     except Exception as exc:
         if (call_id := _raised_by(exc, running)) is not None:
             recorder.tool_ended(call_id, running[call_id], said(exc), type(exc).__name__)
@@ -667,6 +676,12 @@ def _timed_out(part: Any) -> bool:
 
 TOOL_TIMEOUT = "timeout"  # error.type of a call past its timeout (outcome `timeout`, as Endstate's own tools)
 _TIMED_OUT = re.compile(r"Timed out after [0-9.e+-]+ seconds\.")  # Pydantic AI's text for it
+
+
+def _unknown(run: AgentRun[Any, Any], event: FunctionToolCallEvent) -> bool:
+    """Whether a call event is for a tool the agent does not have (Pydantic AI answers it with a
+    retry, "Unknown tool name"): a failed call, as in Endstate's own runs."""
+    return run.ctx.deps.tool_manager.get_tool_def(event.part.tool_name) is None
 
 
 def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) -> bool:
