@@ -212,8 +212,10 @@ async def run_stream(
     failure (the provider's error, say) raised from `stream_text`/`stream_output`/`stream_response`,
     end the block and are the result, as `arun` never raises for them; one before the output began
     to stream is the result of a block that streams nothing. The caller's own exception is recorded
-    (`error`) and goes on up. A block left before the output has streamed to its end is the caller
-    stopping, as one whose output the caller cancelled (`run.response.cancel()`): the run is cancelled.
+    (`error`) and goes on up; once the output has streamed to its end the run has ended (as `arun`
+    returns), and one raised after that goes on up with the run's own stop recorded. A block left
+    before the output has streamed to its end is the caller stopping, as one whose output the
+    caller cancelled (`run.response.cancel()`): the run is cancelled.
     """
     recorder = _recorder(
         agent,
@@ -267,8 +269,9 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
     As `run_stream`: a stop Pydantic AI raises while the caller drives the run ends the block and
     is the result (a failure before the run began too: `agent_run` is None); any other exception
     in the block, the run's failure raised from `agent_run` as the caller's own, is recorded
-    (`error`) and goes on up; a block left before the run reached its end is the caller stopping:
-    the run is cancelled.
+    (`error`) and goes on up (raised after the run reached its end: the run's own stop is
+    recorded); a block left before the run reached its end is the caller stopping: the run is
+    cancelled.
     """
     recorder = _recorder(
         agent,
@@ -309,7 +312,7 @@ async def _observed_block(
     the run's result, None if it never reached its end)."""
     totals = _Totals(before=_usage(run_kwargs.get("usage")))
     capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
-    yielded = False
+    yielded, response = False, None
     try:
         with recorder.running():
             async with open_run(capabilities) as response:
@@ -319,6 +322,9 @@ async def _observed_block(
                 done = finished(response)
     except BaseException as exc:
         totals.count(recorder)
+        if yielded and not _ends_block(exc, yielded, run) and (done := finished(response)) is not None:
+            run.result = _ended(recorder, done)  # the caller's own failure after the run's end: not the run's
+            raise
         run.result = _stopped(recorder, exc)
         if not _ends_block(exc, yielded, run):
             raise
