@@ -48,7 +48,7 @@ from agent.stops import StopKind, TurnSignal
 from agent.summary import headline
 from agent.summary import summarize as default_summary
 from agent.text import written
-from agent.tools import Tool, arguments_problem, execute, said
+from agent.tools import UNKNOWN_TOOL, Tool, ToolOutcome, arguments_problem, execute, said
 from agent.verify import run_verifiers
 
 if TYPE_CHECKING:
@@ -681,8 +681,7 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
         return await on_finish(agent, run, call, obs)
     tool = agent.tool_named(call.name)
     if tool is None:
-        known = ", ".join(sorted(t.name for t in agent.tools)) or "none"
-        return Result(call.id, f"Error: there is no tool {call.name!r}. Tools: {known}, finish.", True)
+        return unknown_tool(agent, call, obs)
     if tool.needs_approval and arguments_problem(tool, call.arguments) is None:  # else: run_tool says why
         args = json.dumps(call.arguments, sort_keys=True)
         question = f"Approve the call {call.name}({args})?"
@@ -692,6 +691,16 @@ async def handle_call(agent: Agent, run: RunState, call: Call, obs: RunObserver)
         or repeated(agent, run, call)
         or await run_tool(agent, run, tool, call, obs)
     )
+
+
+def unknown_tool(agent: Agent, call: Call, obs: RunObserver) -> Result:
+    """A call to a tool the agent lacks: an error result for the model, and a failed call
+    (`unknown_tool`) in the run's telemetry, as a framework's run observed by Endstate records it."""
+    known = ", ".join(sorted(t.name for t in agent.tools)) or "none"
+    text = f"Error: there is no tool {call.name!r}. Tools: {known}, finish."
+    obs.tool_started(call)
+    obs.tool_ended(call, ToolOutcome(text, is_error=True, error_type=UNKNOWN_TOOL))
+    return Result(call.id, text, True)
 
 
 def declined(agent: Agent, run: RunState, call: Call) -> Result | None:

@@ -154,6 +154,9 @@ def _bad_parameter_names(schema: dict[str, Any]) -> list[Any]:
     return [n for n in names if not (isinstance(n, str) and PARAMETER_NAME.fullmatch(n))]
 
 
+UNKNOWN_TOOL = "unknown_tool"  # error_type of a call to a tool the agent does not have
+
+
 @fast_init
 @dataclass(frozen=True)
 class ToolOutcome:

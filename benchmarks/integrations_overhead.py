@@ -8,8 +8,11 @@ does anything), through its Endstate integration without hooks, through it
 with hooks that do nothing (the integration observing every model and tool
 call, telemetry aside), and with Endstate's tracing (in-memory exporter) and
 metrics. `langgraph_exact` is LangGraph with `exact_counts=True` (every call
-read from LangChain's callbacks). The Pydantic AI agent and the LangGraph graph are built once, as an
-application builds them, so that building them is not counted as part of a
+read from LangChain's callbacks); `langgraph_prebuilt` is LangGraph's prebuilt agent
+(`create_react_agent`), which the integration also gives a callback handler (its
+out-of-steps end hides a reply whose tokens only a callback sees). The Pydantic AI
+agent and the LangGraph graphs are built once, as an application builds them, so
+that building them is not counted as part of a
 turn (it was about 45% and 27% of the old denominator).
 
 Timing: this process's CPU time (`time.process_time_ns`), in many short
@@ -32,6 +35,7 @@ import random
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,7 @@ from integrations_support import (
     assistant,
     calls,
     graph_of,
+    look,
     result,
     rigged,
     says,
@@ -52,6 +57,7 @@ from integrations_support import (
     tool_use,
 )
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from pydantic_ai.capabilities import AbstractCapability
 from test_integrations import oa_agent, pai_agent
 
@@ -132,6 +138,34 @@ def langgraph_run(hooks: Any, exact_counts: bool = False) -> Awaitable[Any]:
     return lg.arun(graph, state, hooks=hooks, exact_counts=exact_counts)
 
 
+class ToolModel(GenericFakeChatModel):
+    """The fake chat model, taking the tools `create_react_agent` binds to it."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+@functools.cache
+def langgraph_prebuilt_graph() -> Any:
+    """LangGraph's prebuilt agent, built once: its chat model replays the script in a loop."""
+    from langgraph.prebuilt import create_react_agent
+
+    script = [*[calls("look", {"path": str(i)}, f"c{i}") for i in range(TURNS - 1)], says("done")]
+    with warnings.catch_warnings():  # moved to `langchain.agents` in LangGraph 1.0, still LangGraph's
+        warnings.simplefilter("ignore")
+        return create_react_agent(ToolModel(messages=itertools.cycle(script)), [look], name="react")
+
+
+def langgraph_prebuilt_run(hooks: Any) -> Awaitable[Any]:
+    graph = langgraph_prebuilt_graph()
+    state = {"messages": [("user", "x")]}
+    if hooks == NOOP:
+        return graph.ainvoke(state, {"callbacks": [NoopHandler()]})
+    if hooks == ALONE:
+        return graph.ainvoke(state)
+    return lg.arun(graph, state, hooks=hooks)
+
+
 async def _claude_alone(cli: FakeCLI) -> None:
     from claude_agent_sdk import query
 
@@ -154,6 +188,7 @@ FRAMEWORKS: dict[str, Make] = {
     "openai_agents": openai_agents_run,
     "langgraph": langgraph_run,
     "langgraph_exact": functools.partial(langgraph_run, exact_counts=True),  # LangChain's callbacks
+    "langgraph_prebuilt": langgraph_prebuilt_run,  # create_react_agent: a callback handler added
     "claude_agent_sdk": claude_run,
 }
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agents import Agent, Usage, function_tool, set_tracing_disabled
+from agents import Agent, Usage, UserError, function_tool, set_tracing_disabled
 from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
 from integrations_support import Rig, rigged
 from opentelemetry.trace import StatusCode
@@ -70,7 +70,9 @@ def test_a_tool_timeout_raised_out_of_the_run_is_a_timed_out_call_and_an_error_s
 
 def test_a_tool_that_raises_out_of_the_run_is_its_failed_call_and_an_error_stop(rig: Rig) -> None:
     """With `failure_error_function=None` the SDK raises the tool's failure out of the run (its
-    `UserError`, the tool's exception the cause) and no hook ends the call: it was counted nowhere."""
+    `UserError`, the tool's exception the cause) and no hook ends the call: it was counted nowhere.
+    The stop is typed by the tool's own exception, as a Pydantic AI or LangGraph tool's is (operators
+    group errors by type: every tool failure read `UserError`, the SDK's wrapper)."""
 
     @function_tool(failure_error_function=None)
     def parse(text: str) -> str:
@@ -81,7 +83,10 @@ def test_a_tool_that_raises_out_of_the_run_is_its_failed_call_and_an_error_stop(
     steps = [ModelStep(output=[function_call("parse", {"text": "x"}, call_id="p1")], usage=usage)]
     agent = Agent(name="oa_timeout", model=ScriptedModel(steps), tools=[parse])
     res = oa.run(agent, "parse x", hooks=rig.hooks, task_type=TASK)
-    assert (res.reason, res.error_type) == (StopReason.ERROR, "UserError")
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "ValueError")
+    assert "unparseable" in res.note and isinstance(res.raw, UserError)
+    (run_span,) = rig.run_spans()
+    assert (run_span.attributes or {}).get("error.type") == "ValueError"
     calls = {"agent": "oa_timeout", "task_type": TASK, "tool": "parse"}
     assert rig.value("agent_tool_calls_total", **calls, outcome="error") == 1
     (span,) = [s for s in rig.spans() if s.name == "execute_tool parse"]

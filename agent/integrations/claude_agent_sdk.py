@@ -70,6 +70,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
+from agent.tools import UNKNOWN_TOOL
 from agent.verify import Verifier
 
 PROVIDER = "anthropic"
@@ -77,6 +78,7 @@ RESUME: Any = object()  # the prompt of a resumed session: none, the deferred ca
 LIMITS = {"error_max_turns": LimitKind.TURNS, "error_max_budget_usd": LimitKind.COST}
 # The CLI's ends for a context window its compaction could not make room in (an `is_error` result).
 CONTEXT_FULL = ("prompt_too_long", "blocking_limit")
+NO_SUCH_TOOL = "No such tool available: "  # how the CLI answers a call of a tool it does not have
 DEFAULT_MODEL = "claude"  # the run's model label with no `options.model`: its calls count under their own
 
 
@@ -195,9 +197,15 @@ class MessageReader:
             return
         for block in message.content:
             if isinstance(block, ToolResultBlock) and block.tool_use_id in self._tools:
-                name = self._tools.pop(block.tool_use_id)
-                error = "tool_error" if block.is_error else None
-                self.recorder.tool_ended(block.tool_use_id, name, _text(block.content), error)
+                name, text = self._tools.pop(block.tool_use_id), _text(block.content)
+                error = _failure(name, text) if block.is_error else None
+                self.recorder.tool_ended(block.tool_use_id, name, text, error)
+
+
+def _failure(name: str, text: str) -> str:
+    """How a tool call the CLI answered with an error failed: `unknown_tool` for a tool the CLI does
+    not have (its "No such tool available: NAME"), as in Endstate's own runs; else `tool_error`."""
+    return UNKNOWN_TOOL if f"{NO_SUCH_TOOL}{name}" in text else "tool_error"
 
 
 def run(prompt: str | AsyncIterable[dict[str, Any]], **kwargs: Any) -> RunResult:

@@ -116,6 +116,7 @@ from agent.integrations.langgraph_calls import (
     messages_in,
     reply_model,
     reply_usage,
+    tool_failure,
 )
 from agent.journal import Suspended
 from agent.prices import PriceTable
@@ -271,7 +272,7 @@ class _Reader:
             started = (str(message.name or "tool"), {})
             self.recorder.tool_started(call_id, *started)
             self._learn(node, TOOLS)
-        error = "tool_error" if message.status == "error" else None
+        error = tool_failure(message)
         self.recorder.tool_ended(call_id, started[0], content_text(message.content), error, started[1])
 
     def _kind(self, node: str) -> str:

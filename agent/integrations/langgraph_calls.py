@@ -28,13 +28,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE
 from langgraph.types import Interrupt
 
 from agent.hooks import hook_failed
 from agent.integrations._observe import Recorder, Usage, in_turns
 from agent.models.base import ModelReply
 from agent.prices import PriceTable
-from agent.tools import said
+from agent.tools import UNKNOWN_TOOL, said
 
 NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 INTERRUPT_KEY = "__interrupt__"
@@ -165,7 +166,7 @@ class Calls(BaseCallbackHandler):
         if isinstance(output, ToolMessage):
             self._new(output)
         call_id, name, arguments = call
-        error = "tool_error" if getattr(output, "status", None) == "error" else None
+        error = tool_failure(output)
         text = content_text(getattr(output, "content", ""))
         self.recorder.tool_ended(call_id, name, text, error, arguments)
         self._release()
@@ -220,8 +221,7 @@ class Calls(BaseCallbackHandler):
         call_id, name = str(message.tool_call_id), str(message.name or "tool")
         self._tool_ids.add(call_id)
         self.recorder.tool_started(call_id, name)
-        error = "tool_error" if message.status == "error" else None
-        self.recorder.tool_ended(call_id, name, content_text(message.content), error)
+        self.recorder.tool_ended(call_id, name, content_text(message.content), tool_failure(message))
 
     def _new(self, message: Any) -> bool:
         return first_seen(message, self._seen, self._kept)
@@ -423,6 +423,17 @@ def _blocks(message: Any) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, HumanMessage) and (text := content_text(message.content)):
         return "user", [{"type": "text", "text": text}]
     return "", []
+
+
+def tool_failure(message: Any) -> str | None:
+    """How a tool result message failed: `unknown_tool` for `ToolNode`'s answer to a call of a tool
+    it lacks ("Error: NAME is not a valid tool, ..."), as in Endstate's own runs; `tool_error` for
+    any other error status; None: it did not."""
+    if getattr(message, "status", None) != "error":
+        return None
+    invalid = INVALID_TOOL_NAME_ERROR_TEMPLATE.split("{available_tools}")[0]
+    unknown = invalid.format(requested_tool=getattr(message, "name", None) or "")
+    return UNKNOWN_TOOL if content_text(message.content).startswith(unknown) else "tool_error"
 
 
 def content_text(content: Any) -> str:

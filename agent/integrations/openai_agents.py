@@ -18,8 +18,11 @@ never a second copy of the same call. A tool that raised, its error handed to
 the model as the SDK's default error text, is a failed call (`tool_error`, as
 LangGraph's), and one that ran past its `timeout` (the SDK's timeout text, or its
 `ToolTimeoutError`) a timed-out call (`timeout`, as Endstate's own), one raising out of the
-run (no `failure_error_function`) a failed call of its exception's type; a custom
+run (no `failure_error_function`) a failed call of its exception's type, and the run's `error` stop
+of that type too (not the SDK's `UserError` around it); a custom
 `failure_error_function`'s or `timeout_error_function`'s text cannot be told apart from a result.
+A call to a tool the agent lacks is a failed call (`unknown_tool`), whether the SDK answers it with
+its "not found" text or stops the run on it (`ModelBehaviorError`, the run's `error`).
 A handoff is a tool call (`transfer_to_<agent>`, labelled by name), recorded at
 the SDK's `on_handoff`; a call a tool input guardrail answered with `reject_content` is a failed
 call (`guardrail_rejected`), recorded once the SDK sends its answer to the model (the SDK runs no
@@ -51,6 +54,7 @@ import contextlib
 import functools
 import inspect
 import json
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -62,6 +66,7 @@ from agents import Runner, default_tool_error_function
 from agents.exceptions import (
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    ModelBehaviorError,
     ModelRefusalError,
     OutputGuardrailTripwireTriggered,
     ToolInputGuardrailTripwireTriggered,
@@ -100,7 +105,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import run_cancelled, said
+from agent.tools import UNKNOWN_TOOL, run_cancelled, said
 from agent.verify import Verifier
 
 PROVIDER = "openai"
@@ -108,6 +113,7 @@ TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default
 TOOL_TIMEOUT = "timeout"  # the tool ran past its `timeout` (outcome `timeout`, as Endstate's own tools)
 _RAISED = "Error running tool "  # how the SDK's UserError names a tool that raised out of the run
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
+_NOT_FOUND = re.compile(r"Tool (.+) not found in agent ")  # the SDK's ModelBehaviorError for such a call
 CONTEXT_FULL = "context_length_exceeded"  # the OpenAI API's error code for an input past the context window
 GUARDRAIL_TRIPS = (
     InputGuardrailTripwireTriggered,
@@ -227,9 +233,28 @@ class EndstateRunHooks(OARunHooks[Any]):
         for call_id, (name, arguments) in asked.items():
             guarded = getattr(tools.get(name), "tool_input_guardrails", None)
             denied = callable(approved) and approved(name, call_id) is False
-            if call_id in answered and guarded and not denied:
+            error = GUARDRAIL_REJECTED if guarded else UNKNOWN_TOOL if self.unknown(name) else None
+            if call_id in answered and error and not denied:
                 self.recorder.tool_started(call_id, name, arguments)
-                self.recorder.tool_ended(call_id, name, answered[call_id], GUARDRAIL_REJECTED, arguments)
+                self.recorder.tool_ended(call_id, name, answered[call_id], error, arguments)
+
+    def unknown(self, name: str) -> bool:
+        """Whether the asking agent has no tool (or handoff) `name`: its MCP servers' tools (listed
+        only when the SDK runs) count as known, so an agent with MCP servers has none unknown here."""
+        asker = self.asker
+        known = {t.name for t in getattr(asker, "tools", ())} | set(_handoff_names(asker))
+        return name not in known and not getattr(asker, "mcp_servers", None)
+
+    def called_unknown(self, exc: ModelBehaviorError) -> None:
+        """The SDK stopped the run on a call to a tool its agent lacks (its default
+        `tool_not_found_behavior`: "Tool NAME not found in agent ..."): that call failed
+        (`unknown_tool`), as such a call does in Endstate's own runs; it has no tool hooks."""
+        found = _NOT_FOUND.match(said(exc))
+        for call_id, (name, arguments) in list(self.asked.items()):
+            if found is not None and name == found.group(1):
+                del self.asked[call_id]
+                self.recorder.tool_started(call_id, name, arguments)
+                self.recorder.tool_ended(call_id, name, said(exc), UNKNOWN_TOOL, arguments)
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
         if self.inner is not None:
@@ -419,6 +444,8 @@ class _Observed:
             self.hooks.tripped(exc)
         if self.hooks.running and isinstance(exc, ToolTimeoutError | UserError):
             self.hooks.raised(exc)
+        if self.hooks.asked and isinstance(exc, ModelBehaviorError):
+            self.hooks.called_unknown(exc)
         details = getattr(exc, "run_data", None)  # a limit after the tools ran: no model call came next
         if self.hooks.asked and details is not None:
             self.hooks.answered_unseen(details.context_wrapper, details.new_items)
@@ -480,7 +507,17 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
         )
     if isinstance(exc, ModelRefusalError):
         return recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note=str(exc), raw=exc)
-    return recorder.fail(exc, raw=exc)
+    return recorder.fail(_unwrapped(exc), raw=exc)
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The failure a run's `error` stop is typed by: for a tool that raised out of the run (no
+    `failure_error_function`), the tool's own exception, which the SDK's `UserError` ("Error running
+    tool NAME: ...") keeps as its cause, as Pydantic AI and LangGraph report a tool's; else `exc`."""
+    cause = exc.__cause__
+    if isinstance(exc, UserError) and isinstance(cause, Exception) and said(exc).startswith(_RAISED):
+        return cause
+    return exc
 
 
 def _cancelled(result: Any) -> bool:

@@ -97,7 +97,7 @@ from agent.integrations._sync import run_sync
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import said
+from agent.tools import UNKNOWN_TOOL, said
 from agent.verify import Verifier
 
 PROVIDER = "pydantic_ai"
@@ -212,8 +212,10 @@ async def run_stream(
     failure (the provider's error, say) raised from `stream_text`/`stream_output`/`stream_response`,
     end the block and are the result, as `arun` never raises for them; one before the output began
     to stream is the result of a block that streams nothing. The caller's own exception is recorded
-    (`error`) and goes on up. A block left before the output has streamed to its end is the caller
-    stopping, as one whose output the caller cancelled (`run.response.cancel()`): the run is cancelled.
+    (`error`) and goes on up; once the output has streamed to its end the run has ended (as `arun`
+    returns), and one raised after that goes on up with the run's own stop recorded. A block left
+    before the output has streamed to its end is the caller stopping, as one whose output the
+    caller cancelled (`run.response.cancel()`): the run is cancelled.
     """
     recorder = _recorder(
         agent,
@@ -267,8 +269,9 @@ async def iter(  # Pydantic AI's name; this module calls no builtin iter
     As `run_stream`: a stop Pydantic AI raises while the caller drives the run ends the block and
     is the result (a failure before the run began too: `agent_run` is None); any other exception
     in the block, the run's failure raised from `agent_run` as the caller's own, is recorded
-    (`error`) and goes on up; a block left before the run reached its end is the caller stopping:
-    the run is cancelled.
+    (`error`) and goes on up (raised after the run reached its end: the run's own stop is
+    recorded); a block left before the run reached its end is the caller stopping: the run is
+    cancelled.
     """
     recorder = _recorder(
         agent,
@@ -309,7 +312,7 @@ async def _observed_block(
     the run's result, None if it never reached its end)."""
     totals = _Totals(before=_usage(run_kwargs.get("usage")))
     capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
-    yielded = False
+    yielded, response = False, None
     try:
         with recorder.running():
             async with open_run(capabilities) as response:
@@ -319,6 +322,9 @@ async def _observed_block(
                 done = finished(response)
     except BaseException as exc:
         totals.count(recorder)
+        if yielded and not _ends_block(exc, yielded, run) and (done := finished(response)) is not None:
+            run.result = _ended(recorder, done)  # the caller's own failure after the run's end: not the run's
+            raise
         run.result = _stopped(recorder, exc)
         if not _ends_block(exc, yielded, run):
             raise
@@ -610,16 +616,25 @@ async def _tool_calls(run: AgentRun[Any, Any], node: Any, recorder: Recorder) ->
     person, nor when an answer given on resume stands in for it.
     """
     running: dict[str, str] = {}  # call id -> tool name
+    unknown: set[str] = set()  # the calls of tools the agent lacks (failed: `unknown_tool`)
     resumed = node.tool_call_results is not None
     try:
         async with node.stream(run.ctx) as events:
             async for event in events:
-                if isinstance(event, FunctionToolCallEvent) and _runs(run, event, resumed):
+                if isinstance(event, FunctionToolCallEvent) and _unknown(run, event):
+                    unknown.add(event.part.tool_call_id)
+                if isinstance(event, FunctionToolCallEvent) and (
+                    event.part.tool_call_id in unknown or _runs(run, event, resumed)
+                ):
                     call = event.part
                     running[call.tool_call_id] = call.tool_name
                     recorder.tool_started(call.tool_call_id, call.tool_name, call.args_as_dict())
                 elif isinstance(event, FunctionToolResultEvent) and event.tool_call_id in running:
-                    _tool_returned(recorder, event.part, running.pop(event.tool_call_id))
+                    name = running.pop(event.tool_call_id)
+                    if event.tool_call_id in unknown:
+                        recorder.tool_ended(event.tool_call_id, name, str(event.part.content), UNKNOWN_TOOL)
+                    else:
+                        _tool_returned(recorder, event.part, name)
     except Exception as exc:
         if (call_id := _raised_by(exc, running)) is not None:
             recorder.tool_ended(call_id, running[call_id], said(exc), type(exc).__name__)
@@ -667,6 +682,12 @@ def _timed_out(part: Any) -> bool:
 
 TOOL_TIMEOUT = "timeout"  # error.type of a call past its timeout (outcome `timeout`, as Endstate's own tools)
 _TIMED_OUT = re.compile(r"Timed out after [0-9.e+-]+ seconds\.")  # Pydantic AI's text for it
+
+
+def _unknown(run: AgentRun[Any, Any], event: FunctionToolCallEvent) -> bool:
+    """Whether a call event is for a tool the agent does not have (Pydantic AI answers it with a
+    retry, "Unknown tool name"): a failed call, as in Endstate's own runs."""
+    return run.ctx.deps.tool_manager.get_tool_def(event.part.tool_name) is None
 
 
 def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) -> bool:

@@ -38,7 +38,7 @@ from agent.journal import Journal, Result
 from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _wire as w
 from agent.temporal._attempts import Attempts
-from agent.tools import execute
+from agent.tools import UNKNOWN_TOOL, execute
 from agent.verify import run_verifiers
 
 log = logging.getLogger("endstate.temporal")
@@ -197,7 +197,7 @@ class EndstateActivities:
         found = agent.tool_named(call["name"])
         if found is None:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
-            return {"text": text, "is_error": True, "error_type": "unknown_tool", "state": run["state"]}
+            return {"text": text, "is_error": True, "error_type": UNKNOWN_TOOL, "state": run["state"]}
         missing: list[str] = []
         self._keep_nodes(run["run_id"], call.get("nodes") or {}, missing, calls=True)  # `tool_chunked`'s
         calls = self._calls(
