@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+import yaml
 from foreign_agents import ENV_CHECKPOINTS, catalog
 
 from agent.cli.main import main
@@ -53,3 +54,53 @@ def test_a_foreign_run_is_refused_at_promote_not_written_as_a_case_that_cannot_r
             review.case_files(store, res.run_id, catalog="foreign_agents:catalog")
     finally:
         store.close()
+
+
+def test_a_run_cancelled_by_a_shutdown_and_resumed_replays_its_cancel_and_its_case_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the case expected `cancelled -> success`, but the replay only played the replies, so
+    nothing cancelled the run and every eval of the unchanged agent failed ("got success")."""
+    from agent.examples.scenarios import example_catalog, scenario_named
+
+    url = str(tmp_path / "runs.db")
+    store = open_store(url)
+    seeds = example_catalog(tmp_path / "worlds")
+    runner = Runner(store, seeds)
+    task = scenario_named("csv/shutdown").task
+    try:
+        first = asyncio.run(
+            runner.start("csv-cleaner", task, state={"scenario": "csv/shutdown"}, run_id="shut")
+        )
+        assert str(first.reason) == "cancelled"
+        assert str(asyncio.run(runner.resume("shut")).reason) == "success"
+    finally:
+        seeds.close()
+        store.close()
+    assert main(["review", "label", "shut", "fine", "--store", url]) == 0
+    out = tmp_path / "cases"
+    assert main(["review", "promote", "shut", "--store", url, "--out", str(out)]) == 0
+    case = yaml.safe_load((out / "shut.yaml").read_text())["cases"][0]
+    assert case["offline_only"] is True  # only the replay shuts the host down: not a case for --model
+    assert [r.get("cancelled", False) for r in case["replay"]] == [False, True, False, False, False]
+    capsys.readouterr()
+    assert main(["eval", str(out)]) == 0, capsys.readouterr().out
+    assert "cancelled -> success        cancelled -> success" in capsys.readouterr().out
+
+
+def test_a_replay_marked_cancelled_must_say_true_or_false(tmp_path: Path) -> None:
+    from agent.evals.case import CaseError, load_cases
+
+    path = tmp_path / "c.yaml"
+    reply = {"content": [{"type": "text", "text": "hi"}], "cancelled": "yes"}
+    case = {
+        "name": "c",
+        "agent": "csv-cleaner",
+        "fixture": "dirty_orders",
+        "task": "t",
+        "expect": "error",
+        "replay": [reply],
+    }
+    path.write_text(yaml.safe_dump({"cases": [case]}))
+    with pytest.raises(CaseError, match=r"replay\[0\]\.cancelled.*true or false"):
+        load_cases([str(path)])

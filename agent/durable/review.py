@@ -424,6 +424,7 @@ def case_for(
         "task": record.task,
         "task_type": record.task_type,
         **({"impossible": True} if impossible else {}),
+        **({"offline_only": True} if replay.cancels else {}),  # only the replay cancels it: not --model
     }
     case |= _expectations(record, journal, expect) | _extension(journal)
     return case | {"replay": list(replay.replies), "results": [r.to_dict() for r in replay.results]}

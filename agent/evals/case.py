@@ -58,7 +58,7 @@ from agent.errors import ConfigError
 from agent.evals.deadline import MAX_TIMEOUT
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES, NOT_FOR_SUCCESS
-from agent.evals.replay import RecordedResult, Replay, block_of_case
+from agent.evals.replay import CANCELLED, RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
 from agent.result import LimitKind, StopReason
@@ -486,6 +486,10 @@ def _replay(f: _Fields) -> Replay | None:
             raise f.error(f"replay[{i}].stop_reason", f"must be the Messages API's word, {STOP_WORDS}")
         if r.get("stop") is not None and kind_named(r["stop"]) is None:
             raise f.error(f"replay[{i}].stop", f"must be one of: {', '.join(StopKind)}")
+        if not isinstance(r.get(CANCELLED, False), bool):
+            raise f.error(
+                f"replay[{i}].{CANCELLED}", "must be true or false (true: the host cancels the run there)"
+            )
     results = f.raw.get("results", [])
     if not isinstance(results, list) or not all(_is_result(r) for r in results):
         raise f.error("results", "must be a list of {call, text, is_error?, blocks?}")
