@@ -104,3 +104,28 @@ def test_a_replay_marked_cancelled_must_say_true_or_false(tmp_path: Path) -> Non
     path.write_text(yaml.safe_dump({"cases": [case]}))
     with pytest.raises(CaseError, match=r"replay\[0\]\.cancelled.*true or false"):
         load_cases([str(path)])
+
+
+@pytest.mark.parametrize(
+    "command", [["review"], ["review", "label", "r1", "fine"], ["review", "promote", "r1"]]
+)
+def test_review_on_temporal_with_no_store_named_refuses_rather_than_read_a_local_store(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: with $ENDSTATE_TEMPORAL set, `endstate review` listed (and labelled, promoted) the runs of
+    whatever local store was there, as if they were the runs on Temporal; with none there it said only
+    "there is no run store"."""
+    from agent.cli.temporal import ENV_TEMPORAL
+    from agent.durable.store import ENV_STORE
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".endstate").mkdir()
+    open_store(str(tmp_path / ".endstate" / "runs.db")).close()  # a stale local store (a demo's, say)
+    monkeypatch.setenv(ENV_TEMPORAL, "127.0.0.1:7233")
+    monkeypatch.delenv(ENV_STORE, raising=False)
+    capsys.readouterr()
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "$ENDSTATE_TEMPORAL is set with no store named" in err
+    assert "runs are not reviewed, labelled or promoted (yet)" in err and "pass --store" in err
+    assert main(["review", "--store", str(tmp_path / ".endstate" / "runs.db")]) == 0  # a store named: read
