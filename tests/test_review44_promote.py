@@ -129,3 +129,56 @@ def test_review_on_temporal_with_no_store_named_refuses_rather_than_read_a_local
     assert "$ENDSTATE_TEMPORAL is set with no store named" in err
     assert "runs are not reviewed, labelled or promoted (yet)" in err and "pass --store" in err
     assert main(["review", "--store", str(tmp_path / ".endstate" / "runs.db")]) == 0  # a store named: read
+
+
+RETRIER = '''
+from agent import Agent, tool
+from agent.durable.catalog import Catalog
+from agent.models.scripted import ScriptedModel, call, finish
+
+
+def build(state):
+    @tool
+    def schedule(after: str) -> str:
+        """Schedule a retry after a delay such as 1.5s."""
+        return f"retry scheduled in {float(after.removesuffix('s')) * 1000:.0f} ms, took 0.02s"
+
+    note = "the portal is down; a retry is scheduled in 1.5s"
+    model = ScriptedModel([[call("schedule", after="1.5s")], [finish("give_up", note)]])
+    return Agent(name="retrier", model=model, tools=[schedule], task_type="retry")
+
+
+catalog = Catalog()
+catalog.register("retrier", build)
+'''
+
+
+def test_a_timing_the_model_wrote_in_a_call_is_replayed_as_it_wrote_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: "1.5s" in a call's arguments was written as `{duration}` (a placeholder meant for the
+    timings in results, never filled back in), so the replayed tool got "{duration}", raised, and the
+    case of the unchanged agent failed ("answered differently")."""
+    (tmp_path / "retrier44.py").write_text(RETRIER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from retrier44 import catalog as retriers  # type: ignore[import-not-found]
+
+    url = str(tmp_path / "runs.db")
+    store = open_store(url)
+    try:
+        asyncio.run(Runner(store, retriers).start("retrier", "retry the portal", run_id="d1"))
+    finally:
+        store.close()
+    assert main(["review", "label", "d1", "correct_give_up", "--store", url]) == 0
+    out = tmp_path / "cases"
+    assert (
+        main(["review", "promote", "d1", "--store", url, "--out", str(out), "--catalog", "retrier44:catalog"])
+        == 0
+    )
+    case = yaml.safe_load((out / "d1.yaml").read_text())["cases"][0]
+    assert case["replay"][0]["content"][0]["input"] == {"after": "1.5s"}
+    assert (
+        case["results"][0]["text"] == "retry scheduled in 1500 ms, took {duration}"
+    )  # results: placeholders
+    capsys.readouterr()
+    assert main(["eval", str(out)]) == 0, capsys.readouterr().out

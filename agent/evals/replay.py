@@ -125,9 +125,14 @@ def record(journal: Sequence[Entry], workdir: str = "", corpus: bool = False) ->
     def clean(text: str) -> str:
         return placeholders(text, workdir, base)
 
+    def as_said(text: str) -> str:  # a reply is played as the model said it: its timings too
+        return placeholders(text, workdir, base, durations=False)
+
     cut = _cancelled_in(journal)
     played = (e for e in journal if isinstance(e, Reply))
-    replies = tuple(_reply(e, clean) | ({CANCELLED: True} if i in cut else {}) for i, e in enumerate(played))
+    replies = tuple(
+        _reply(e, as_said) | ({CANCELLED: True} if i in cut else {}) for i, e in enumerate(played)
+    )
     return Replay(replies, tuple(results_of(journal, clean)))
 
 
@@ -255,9 +260,12 @@ def _data(shape: dict[str, Any]) -> str:
     return str(source["data"]) if isinstance(source, dict) and source.get("type") == "base64" else ""
 
 
-def placeholders(text: str, workdir: str, base: str | None) -> str:
-    """`text` with what differs between worlds (and timings) written as placeholders."""
-    text = DURATIONS.sub(DURATION, text)
+def placeholders(text: str, workdir: str, base: str | None, durations: bool = True) -> str:
+    """`text` with what differs between worlds (and, with `durations`, timings) written as
+    placeholders. A model's replies keep their timings: `{duration}` is never filled back in, so a
+    call's "1.5s" would reach the tool as "{duration}" in the replay."""
+    if durations:
+        text = DURATIONS.sub(DURATION, text)
     if workdir:
         text = text.replace(workdir, WORKDIR)
     return text.replace(base, CORPUS) if base else text
