@@ -182,3 +182,45 @@ def test_a_timing_the_model_wrote_in_a_call_is_replayed_as_it_wrote_it(
     )  # results: placeholders
     capsys.readouterr()
     assert main(["eval", str(out)]) == 0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "problem"),
+    [
+        ({"contnet": []}, "replay[0].contnet", "unknown key; a reply has: content, input_tokens"),
+        ({"input_tokens": "many"}, "replay[0].input_tokens", "must be a whole number from 0 to 2**63 - 1"),
+        ({"output_tokens": -5}, "replay[0].output_tokens", "must be a whole number from 0 to 2**63 - 1"),
+        (
+            {"content": [{"type": "tool_use", "id": "a", "name": "t", "input": [1]}]},
+            "replay[0].content[0]",
+            "a tool_use block needs 'input', a mapping",
+        ),
+        (
+            {"content": [{"type": "tool_use", "id": "a", "input": {}}]},
+            "replay[0].content[0]",
+            "a tool_use block needs 'id' and 'name'",
+        ),
+        (
+            {"content": [{"type": "text", "text": 5}]},
+            "replay[0].content[0]",
+            "a text block needs 'text', a string",
+        ),
+    ],
+)
+def test_a_recorded_reply_edited_by_hand_wrongly_is_refused_when_the_case_loads_naming_it(
+    tmp_path: Path, edit: dict[str, object], field: str, problem: str
+) -> None:
+    """Before: a misspelt key was ignored (the case passed without it), and a bad token count or call
+    failed the replayed run as `error`, reported as if the agent had changed."""
+    from agent.evals.case import CaseError, load_cases
+
+    reply = {"content": [{"type": "tool_use", "id": "a", "name": "list_invoices", "input": {}}], **edit}
+    case = {
+        "name": "c", "agent": "invoice-downloader", "fixture": "portal_offline", "task": "t",
+        "expect": "gave_up", "replay": [reply],
+    }  # fmt: skip
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"cases": [case]}))
+    with pytest.raises(CaseError) as refused:
+        load_cases([str(path)])
+    assert f"field '{field}': {problem}" in str(refused.value)
