@@ -210,7 +210,12 @@ def queue_line(r: Any) -> str:
 
 @contextmanager
 def _store(args: argparse.Namespace) -> Iterator[RunStore]:
-    """The store these commands read or change: one that exists (a mistyped path makes none)."""
+    """The store these commands read or change: one that exists (a mistyped path makes none). With
+    `$ENDSTATE_TEMPORAL` set, one named: the runs on Temporal are in none (`refuse_without_store`)."""
+    from agent.cli.temporal import refuse_without_store
+
+    if args.handler is not run_prune:
+        refuse_without_store(args, "review")
     store = open_store(args.store, create=False)
     try:
         yield store

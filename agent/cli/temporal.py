@@ -49,6 +49,8 @@ STORE_ONLY = {  # commands with no Temporal form: what does their work there
     "recover": "each run's timers and Temporal's retries recover it, with nothing to run",
     "audit": "success audits are not made (yet)",
     "end": "`temporal workflow terminate --workflow-id RUN_ID --reason WHY` ends a run (it reads as `error`)",
+    "review": "runs are not reviewed, labelled or promoted (yet): the review queue and its labels are "
+    "kept in a run store, with the runs a store's runner ran",
 }
 WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
 
@@ -187,14 +189,20 @@ def _store_only(
     swept) a local SQLite store and said "0 runs recovered": on Temporal, Temporal does this itself."""
 
     def handler(args: argparse.Namespace) -> int:
-        if os.environ.get(ENV_TEMPORAL) and args.store is None and not os.environ.get(ENV_STORE):
-            raise ConfigError(
-                f"`endstate {name}` works on a run store, and ${ENV_TEMPORAL} is set with no store named: on "
-                f"Temporal {STORE_ONLY[name]}. To act on a store, pass --store (or set ${ENV_STORE})"
-            )
+        refuse_without_store(args, name)
         return store_handler(args)
 
     return handler
+
+
+def refuse_without_store(args: argparse.Namespace, name: str) -> None:
+    """Refuse `name`, a command of the run store only (`STORE_ONLY`), with `$ENDSTATE_TEMPORAL` set
+    and no store named: it would act on a local store, not on the runs on Temporal."""
+    if os.environ.get(ENV_TEMPORAL) and args.store is None and not os.environ.get(ENV_STORE):
+        raise ConfigError(
+            f"`endstate {name}` works on a run store, and ${ENV_TEMPORAL} is set with no store named: on "
+            f"Temporal {STORE_ONLY[name]}. To act on a store, pass --store (or set ${ENV_STORE})"
+        )
 
 
 def _either(

@@ -424,6 +424,7 @@ def case_for(
         "task": record.task,
         "task_type": record.task_type,
         **({"impossible": True} if impossible else {}),
+        **({"offline_only": True} if replay.cancels else {}),  # only the replay cancels it: not --model
     }
     case |= _expectations(record, journal, expect) | _extension(journal)
     return case | {"replay": list(replay.replies), "results": [r.to_dict() for r in replay.results]}
@@ -472,6 +473,12 @@ def _reviewable(store: RunStore, run_id: str) -> tuple[RunRecord, list[Entry]]:
     if record.status is not RunStatus.FINISHED:
         raise NotClaimable(f"run {run_id} is {record.status}: only finished runs are promoted")
     snap = store.snapshot(run_id)
+    if snap is not None and snap.foreign is not None:  # its journal holds the suspension, no replies
+        raise ReviewError(
+            f"run {run_id} of agent {record.agent!r} ran on another framework ({snap.foreign.framework}): "
+            "eval cases replay Endstate agents only, so it cannot be promoted (its label still counts: "
+            "`limits suggest`, the review metric)"
+        )
     if snap is None or not snap.journal:
         raise ReviewError(f"run {run_id} has no recorded journal in {store.shown}: nothing to replay")
     return record, snap.journal

@@ -51,14 +51,14 @@ from typing import Any
 
 import yaml
 
-from agent._valid import is_finite_from_zero, is_text, is_whole
+from agent._valid import is_count, is_finite_from_zero, is_text, is_whole
 from agent.budget import check_most
 from agent.content import Block, ContentError
 from agent.errors import ConfigError
 from agent.evals.deadline import MAX_TIMEOUT
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import JUDGES, NOT_FOR_SUCCESS
-from agent.evals.replay import RecordedResult, Replay, block_of_case
+from agent.evals.replay import CANCELLED, RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
 from agent.result import LimitKind, StopReason
@@ -482,10 +482,15 @@ def _replay(f: _Fields) -> Replay | None:
     if not isinstance(replies, list) or not replies or not all(_is_reply(r) for r in replies):
         raise f.error("replay", "must be a non-empty list of replies, each {content: [blocks], ...}")
     for i, r in enumerate(replies):
+        _check_reply(f, i, r)
         if r.get("stop_reason") is not None and not isinstance(r["stop_reason"], str):
             raise f.error(f"replay[{i}].stop_reason", f"must be the Messages API's word, {STOP_WORDS}")
         if r.get("stop") is not None and kind_named(r["stop"]) is None:
             raise f.error(f"replay[{i}].stop", f"must be one of: {', '.join(StopKind)}")
+        if not isinstance(r.get(CANCELLED, False), bool):
+            raise f.error(
+                f"replay[{i}].{CANCELLED}", "must be true or false (true: the host cancels the run there)"
+            )
     results = f.raw.get("results", [])
     if not isinstance(results, list) or not all(_is_result(r) for r in results):
         raise f.error("results", "must be a list of {call, text, is_error?, blocks?}")
@@ -519,6 +524,39 @@ STOP_WORDS = "such as end_turn, tool_use, max_tokens, pause_turn or refusal"
 def _is_reply(raw: Any) -> bool:
     content = raw.get("content") if isinstance(raw, dict) else None
     return isinstance(content, list) and all(isinstance(b, dict) and "type" in b for b in content)
+
+
+REPLY_KEYS = ("content", "input_tokens", "output_tokens", "stop_reason", "stop", CANCELLED)
+
+
+def _check_reply(f: _Fields, index: int, reply: dict[str, Any]) -> None:
+    """A recorded reply as promote writes it: its keys, token counts, and text and tool-use blocks
+    (another block type is a provider's own, kept as it is). A hand edit gone wrong is refused here,
+    naming it, instead of failing the replayed run as if the agent had."""
+    where = f"replay[{index}]"
+    if unknown := [k for k in reply if k not in REPLY_KEYS]:
+        raise f.error(f"{where}.{unknown[0]}", f"unknown key; a reply has: {', '.join(REPLY_KEYS)}")
+    for key in ("input_tokens", "output_tokens"):
+        if reply.get(key) is not None and not is_count(reply[key]):
+            raise f.error(
+                f"{where}.{key}", f"must be a whole number from 0 to 2**63 - 1, got {reply[key]!r:.80}"
+            )
+    for k, block in enumerate(reply["content"]):
+        if problem := _block_problem(block):
+            raise f.error(f"{where}.content[{k}]", problem)
+
+
+def _block_problem(block: dict[str, Any]) -> str:
+    """What is wrong with a text or tool-use block of a recorded reply ("" when nothing is)."""
+    if block["type"] == "text" and not isinstance(block.get("text"), str):
+        return "a text block needs 'text', a string"
+    if block["type"] != "tool_use":
+        return ""
+    if not (is_text(block.get("id")) and is_text(block.get("name"))):
+        return "a tool_use block needs 'id' and 'name', non-empty strings"
+    if not isinstance(block.get("input"), dict):
+        return "a tool_use block needs 'input', a mapping of the call's arguments"
+    return ""
 
 
 def _is_result(raw: Any) -> bool:

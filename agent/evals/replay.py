@@ -34,8 +34,10 @@ from typing import Any
 
 from agent.content import IMAGE_TYPES, Block, ContentError, api_block, parse_block
 from agent.examples.scenarios import World
-from agent.journal import Call, Entry, Opaque, Reply, Result, Text
+from agent.journal import Call, Entry, Opaque, Reply, Result, Stopped, Text
+from agent.models.base import ModelReply
 from agent.models.scripted import Step, reply
+from agent.result import StopReason
 from agent.stops import kind_named, kind_to_keep
 
 WORKDIR = "{workdir}"
@@ -47,6 +49,7 @@ SHOWN = 120  # characters of a differing result shown in a problem
 BLOBS = "blobs"  # the folder beside a case file that holds its results' images and PDFs
 BLOB_TYPES = {t: t.partition("/")[2] for t in (*IMAGE_TYPES, "application/pdf")}  # media type: extension
 DIGEST = re.compile(r"[0-9a-f]{64}")
+CANCELLED = "cancelled"  # a reply's key: the host cancelled the run in its turn (a shutdown)
 
 
 @dataclass(frozen=True)
@@ -80,17 +83,25 @@ class Replay:
     results: tuple[RecordedResult, ...] = ()
 
     def steps(self, world: World) -> list[Step]:
-        """The replies as scripted-model steps, with the placeholders filled in for `world`."""
-        return [
-            reply(
+        """The replies as scripted-model steps, with the placeholders filled in for `world`; a reply
+        marked `cancelled` sets `world.cancel` as it is played, so the run ends `cancelled` after its
+        turn, as the recorded one did when its host shut down."""
+        steps: list[Step] = []
+        for r in self.replies:
+            step = reply(
                 *[_fill(b, world) for b in r["content"]],
                 input_tokens=r.get("input_tokens"),
                 output_tokens=r.get("output_tokens"),
                 stop_reason=r.get("stop_reason"),
                 stop=kind_named(r.get("stop")),
             )
-            for r in self.replies
-        ]
+            steps.append(_cancelling(step, world) if r.get(CANCELLED) is True else step)
+        return steps
+
+    @property
+    def cancels(self) -> bool:
+        """Whether playing it cancels the run (a reply is marked `cancelled`): only the replay can."""
+        return any(r.get(CANCELLED) is True for r in self.replies)
 
     def differences(self, journal: Sequence[Entry], world: World) -> list[str]:
         """How the calls' results in `journal` differ from the recorded ones (their blocks too), in
@@ -114,8 +125,39 @@ def record(journal: Sequence[Entry], workdir: str = "", corpus: bool = False) ->
     def clean(text: str) -> str:
         return placeholders(text, workdir, base)
 
-    replies = tuple(_reply(e, clean) for e in journal if isinstance(e, Reply))
+    def as_said(text: str) -> str:  # a reply is played as the model said it: its timings too
+        return placeholders(text, workdir, base, durations=False)
+
+    cut = _cancelled_in(journal)
+    played = (e for e in journal if isinstance(e, Reply))
+    replies = tuple(
+        _reply(e, as_said) | ({CANCELLED: True} if i in cut else {}) for i, e in enumerate(played)
+    )
     return Replay(replies, tuple(results_of(journal, clean)))
+
+
+def _cancelled_in(journal: Sequence[Entry]) -> set[int]:
+    """The replies (their index among the replies) in whose turn the run was cancelled: the last one
+    before each `cancelled` stop. The cancel came from the host, not the model: a replay that only
+    played the replies ran on past it."""
+    found: set[int] = set()
+    replies = -1
+    for entry in journal:
+        if isinstance(entry, Reply):
+            replies += 1
+        elif isinstance(entry, Stopped) and entry.reason is StopReason.CANCELLED and replies >= 0:
+            found.add(replies)
+    return found
+
+
+def _cancelling(step: ModelReply, world: World) -> Step:
+    """`step`, played with the world's cancel signal set: the host shutting down during that turn."""
+
+    def play(_request: object) -> ModelReply:
+        world.cancel.set()
+        return step
+
+    return play
 
 
 def results_of(journal: Sequence[Entry], clean: Any) -> list[RecordedResult]:
@@ -218,9 +260,12 @@ def _data(shape: dict[str, Any]) -> str:
     return str(source["data"]) if isinstance(source, dict) and source.get("type") == "base64" else ""
 
 
-def placeholders(text: str, workdir: str, base: str | None) -> str:
-    """`text` with what differs between worlds (and timings) written as placeholders."""
-    text = DURATIONS.sub(DURATION, text)
+def placeholders(text: str, workdir: str, base: str | None, durations: bool = True) -> str:
+    """`text` with what differs between worlds (and, with `durations`, timings) written as
+    placeholders. A model's replies keep their timings: `{duration}` is never filled back in, so a
+    call's "1.5s" would reach the tool as "{duration}" in the replay."""
+    if durations:
+        text = DURATIONS.sub(DURATION, text)
     if workdir:
         text = text.replace(workdir, WORKDIR)
     return text.replace(base, CORPUS) if base else text

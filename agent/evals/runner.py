@@ -354,11 +354,23 @@ def _catalog_world(
                     "Endstate agents only"
                 )
             cancel = entry.cancel(state) if entry.cancel else None
-            yield agent, world, state, cancel or world.cancel
+            yield agent, world, state, EitherCancel(cancel, world.cancel) if cancel else world.cancel
     finally:
         if entry.cleanup:
             watch.phase = Phase.CLEANUP
             entry.cleanup(state)
+
+
+@dataclass(frozen=True)
+class EitherCancel:
+    """Set when either signal is: the catalog entry's own, or the world's, which a replay sets where
+    the recorded run was cancelled (its host shut down)."""
+
+    own: CancelSignal
+    world: CancelSignal
+
+    def is_set(self) -> bool:
+        return self.own.is_set() or self.world.is_set()
 
 
 def _replayed(case: Case, world: World) -> Model | None:
