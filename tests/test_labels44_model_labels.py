@@ -8,14 +8,20 @@ They now carry the run's `agent` and `task_type` beside the GenAI labels, bounde
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from prom_stack import prometheus, prometheus_config, wait_until
 from prometheus_client import CollectorRegistry
+from test_dashboards import substitute
+from test_integrations_prometheus import panel
 
 from agent import Agent, ModelError, RunInfo, RunResult, StopReason
 from agent.models import ModelRequest, ScriptedModel, finish
 from agent.models.base import BILLED_BY_MODEL, CALL_MODEL, ModelReply
 from telemetry import MetricsHooks, metrics
 from telemetry import names as n
+from telemetry.metrics import serve_metrics
 
 MODEL_METRICS = (
     n.METRIC_GEN_AI_TOKEN_USAGE,
@@ -127,3 +133,43 @@ def test_agents_past_the_label_cap_are_counted_as_their_runs_are(monkeypatch: py
     assert pairs == {("alpha", "triage"), ("alpha", "other"), ("other", "other")}
     assert value(hooks, tokens, chat("alpha", "other", "claude-x", gen_ai_token_type="input")) == 10
     assert value(hooks, tokens, chat("other", "other", "claude-x", gen_ai_token_type="input")) == 1
+
+
+MODEL_PANELS = ("Model call duration p95", "Model tokens per minute")
+
+
+@pytest.mark.slow
+def test_choosing_an_agent_narrows_the_model_panels_in_a_real_prometheus(tmp_path: Path) -> None:
+    """Two agents call two models (one shared): with `$agent` set to one of them, the model panels
+    show only its models and its tokens; with All, both."""
+    hooks = MetricsHooks(CollectorRegistry())
+    server = serve_metrics(0, hooks.registry)
+    rounds = [("alpha", "triage", "claude-a", 100), ("alpha", "triage", "shared", 100)]
+    rounds += [("beta", "fix", "claude-b", 7), ("beta", "fix", "shared", 7)]
+    try:
+        with prometheus(prometheus_config([f"127.0.0.1:{server.port}"]), tmp_path / "prom") as prom:
+            wait_until(lambda: prom.query('up{job="endstate-agent"} == 1'), 30, "the first scrape")
+            for i, (agent, task_type, model, tokens) in enumerate(rounds):
+                call_model(hooks, f"r{i}", agent, task_type, model, tokens)  # the series at zero
+            wait_until(lambda: prom.query("count(agent_stops_total > 0) >= 2"), 30, "a scrape after")
+            for i, (agent, task_type, model, tokens) in enumerate(rounds * 3):
+                call_model(hooks, f"again-{i}", agent, task_type, model, tokens)
+            wait_until(lambda: prom.query("sum(agent_stops_total) >= 16"), 30, "the calls scraped")
+            for selected, models in (("alpha", {"claude-a", "shared"}), ("beta", {"claude-b", "shared"})):
+                for title in MODEL_PANELS:
+                    expr = substitute(panel(title).replace('"$agent"', f'"{selected}"'))
+                    shown = [s for s in prom.query(expr) if float(s["value"][1]) > 0]
+                    assert {s["metric"][n.LABEL_GEN_AI_REQUEST_MODEL] for s in shown} == models, (
+                        title,
+                        selected,
+                    )
+            tokens = substitute(panel("Model tokens per minute").replace('"$task_type"', '"fix"'))
+            shared = [s for s in prom.query(tokens) if s["metric"][n.LABEL_GEN_AI_REQUEST_MODEL] == "shared"]
+            rate = {s["metric"][n.LABEL_GEN_AI_TOKEN_TYPE]: float(s["value"][1]) for s in shared}
+            everyone = substitute(panel("Model tokens per minute"))
+            both = {s["metric"][n.LABEL_GEN_AI_TOKEN_TYPE]: float(s["value"][1]) for s in prom.query(everyone)
+                    if s["metric"][n.LABEL_GEN_AI_REQUEST_MODEL] == "shared"}  # fmt: skip
+            assert 0 < rate[n.TOKEN_INPUT] < both[n.TOKEN_INPUT]  # beta's 7-token calls, not alpha's too
+            assert rate[n.TOKEN_CACHE_READ] == pytest.approx(2 * rate[n.TOKEN_INPUT])
+    finally:
+        server.close()
