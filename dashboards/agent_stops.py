@@ -495,7 +495,7 @@ def false_success_share() -> timeseries.Panel:
     false = sel(outcome='="false_success"')
     quiet = (
         f"agent_task_type_outcome:agent_success_audits:ratio_rate1d{false} unless on (agent, task_type) "
-        "agent_task_type:agent_success_audits:increase6h >= 10"
+        f"agent_task_type:agent_success_audits:increase6h{sel()} >= 10"
     )
     panel = series_panel(
         "False-success share of audited successes (6h, as alerted)",
@@ -625,22 +625,32 @@ def spend() -> timeseries.Panel:
 # -- Model calls and telemetry ---------------------------------------------------
 
 
+# Telemetry health is per process, not per agent: one exporter and one /metrics serve every agent
+# of a process, so these panels take no agent or task type filter, and say so.
+PER_PROCESS = (
+    " Per process, not per agent: a process's exporters and scrapes serve all its agents, so the agent "
+    "and task type selections do not apply here."
+)
+
+
 def model_latency() -> timeseries.Panel:
-    expr = quantile(0.95, "gen_ai_client_operation_duration_seconds", "gen_ai_request_model", sel(False))
+    expr = quantile(0.95, "gen_ai_client_operation_duration_seconds", "gen_ai_request_model", sel())
     return series_panel(
         "Model call duration p95",
-        "95th percentile of model call duration by requested model (all agents: these GenAI metrics carry "
-        "no agent label).",
+        "95th percentile of model call duration by requested model, over the calls of the selected "
+        "agents and task types (failed attempts included).",
         "s",
         [query(expr, "{{gen_ai_request_model}}", "A")],
     )
 
 
 def model_tokens() -> timeseries.Panel:
-    expr = per_minute("gen_ai_client_token_usage_sum", "gen_ai_request_model, gen_ai_token_type", sel(False))
+    expr = per_minute("gen_ai_client_token_usage_sum", "gen_ai_request_model, gen_ai_token_type", sel())
     return series_panel(
         "Model tokens per minute",
-        "Input and output tokens per minute by requested model (all agents).",
+        "Tokens per minute by requested model and token type, over the calls of the selected agents and "
+        "task types: input, output, and the cache reads (cache_read) and writes (cache_creation) of "
+        "the input.",
         "suffix: tokens/min",
         [query(expr, "{{gen_ai_request_model}} {{gen_ai_token_type}}", "A")],
     )
@@ -651,7 +661,7 @@ def export_failures() -> timeseries.Panel:
         "Telemetry export failures",
         "Failed exports per minute by signal. Runs go on; what is lost: spans (traces), content events "
         "(logs), or the help gauges of that scrape (metrics: a failed read of the run store). Alert "
-        "EndstateTelemetryExportFailing.",
+        "EndstateTelemetryExportFailing." + PER_PROCESS,
         PER_MIN,
         [query(per_minute("agent_telemetry_export_failures_total", "signal", sel(False)), "{{signal}}", "A")],
     )
@@ -665,7 +675,8 @@ def export_failure_share() -> timeseries.Panel:
         "Share of exports that failed, by signal: span batches for traces, reads of the pending-help "
         "source at scrape time for metrics, content event batches for logs (when events are on). "
         "No point where nothing was exported. The alert "
-        "EndstateTelemetryExportFailing compares the share over 15 minutes with 50% (at least 3 exports).",
+        "EndstateTelemetryExportFailing compares the share over 15 minutes with 50% (at least 3 exports)."
+        + PER_PROCESS,
         "percentunit",
         [query(f"{failed} / {tried}", "{{signal}}", "A")],
     )
@@ -682,14 +693,14 @@ def agent_scrapes() -> timeseries.Panel:
     )
     panel = series_panel(
         "Agent processes scraped (10m, as alerted)",
-        "Share of the last 10 minutes' scrapes of each agent process (all agents: `up` has no agent "
-        "label) that succeeded, for the targets of jobs with Endstate processes in the last day "
+        "Share of the last 10 minutes' scrapes of each agent process that succeeded, for the targets "
+        "of jobs with Endstate processes in the last day "
         "(replicas that never came up included). Dashed line: "
         f"EndstateAgentDown pages at or below {SCRAPED_SHARE:.0%} (for 5 min, with at least 10 runs "
         "started in the day before). While a process is not scraped, every other panel and alert is "
         "blind to its runs. A process that is gone from service discovery (a replica stopped) leaves "
         "no series: when every replica of a job is gone, or none of them comes up, EndstateAgentDown "
-        "pages for the job alone.",
+        "pages for the job alone." + PER_PROCESS,
         "percentunit",
         [query(scraped, "{{instance}} ({{job}})", "A")],
     )
@@ -704,7 +715,7 @@ def dropped_before_export() -> timeseries.Panel:
         "overflowed), shutdown (still queued when the process stopped) or export_failed (in a batch "
         "the exporter failed: see the export failures panel). Each is a hole in a run's trace. "
         f"EndstateTelemetrySpansDropped opens a ticket at {SPANS_DROPPED_30M} spans in 30 minutes "
-        "lost to a full queue or a shutdown; content events do not alert.",
+        "lost to a full queue or a shutdown; content events do not alert." + PER_PROCESS,
         PER_MIN,
         [
             query(per_minute("agent_telemetry_spans_dropped_total", "instance, reason", sel(False)),

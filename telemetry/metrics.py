@@ -14,6 +14,12 @@ types are name-like and at most MAX_ERROR_TYPES_PER_MODEL per model, then
 agent or model is first seen, so ratios and alert rules have series to read
 before the first stop of a kind.
 
+The model-call metrics (`gen_ai_client_token_usage`, `..._operation_duration_seconds`,
+`..._operation_time_to_first_chunk_seconds`) carry the run's `agent` and `task_type`
+beside the GenAI labels, so the dashboards' agent and task type selections narrow
+them too: their series are the admitted (agent, task type) pairs times the models
+each calls, both bounded as above.
+
 The run histograms (turns, active seconds, tokens) take the run's totals when
 a segment ends, labelled with that segment's stop reason: a run that
 suspends and then succeeds is one observation under `need_help` and one
@@ -73,6 +79,7 @@ _AUDIT_OUTCOMES = (n.AUDIT_CONFIRMED, n.AUDIT_FALSE_SUCCESS, n.AUDIT_ERROR)
 _RUN_LABELS = (n.LABEL_AGENT, n.LABEL_TASK_TYPE)
 _DATED = re.compile(r"-\d{8}")  # the date a model id may end with
 _GEN_AI_LABELS = (n.LABEL_GEN_AI_OPERATION_NAME, n.LABEL_GEN_AI_PROVIDER_NAME, n.LABEL_GEN_AI_REQUEST_MODEL)
+_MODEL_LABELS = (*_RUN_LABELS, *_GEN_AI_LABELS)  # the model-call metrics: by agent and task type too
 
 
 class PendingSource(Protocol):
@@ -204,7 +211,7 @@ class MetricsHooks:
         self.model_labels = _LabelPairs(
             MAX_MODELS, ("provider", "model"), "Models must be the configured names, not one per request"
         )
-        self._models: dict[tuple[str, str], _ModelSeries] = {}
+        self._models: dict[tuple[str, str, str, str], _ModelSeries] = {}  # agent, task type, provider, model
         self._tools: dict[tuple[str, str], set[str]] = {}  # configured tool names, by agent
         self._errors: dict[tuple[str, str], set[str]] = {}  # error types seen, by model
         self._children: dict[tuple[Any, tuple[str, ...]], Any] = {}  # see `child`
@@ -368,13 +375,14 @@ class MetricsHooks:
     def _series(self, info: RunInfo) -> tuple[_AgentSeries, _ModelSeries]:
         """The run's label children; the first run of an agent or model creates them all at zero."""
         agent = self._agent_series((info.agent, info.task_type))
-        model = self.model_series(info.provider, info.model)
+        model = self.model_series(info.agent, info.task_type, info.provider, info.model)
         self._admit_tools(info)
         return agent, model
 
-    def model_series(self, provider: str, model: str) -> _ModelSeries:
-        """The model-call series of a (bounded) provider and model; the first call makes them at zero."""
-        model_key = (provider, model)
+    def model_series(self, agent: str, task_type: str, provider: str, model: str) -> _ModelSeries:
+        """The model-call series of an agent and task type's calls to a (bounded) provider and model;
+        the first call makes them at zero."""
+        model_key = (agent, task_type, provider, model)
         series = self._models.get(model_key)
         if series is None:
             series = self.m.prepare_model(*model_key)
@@ -529,14 +537,14 @@ class _Instruments:
         self.token_usage = _histogram(
             n.METRIC_GEN_AI_TOKEN_USAGE,
             "Input and output tokens per model call (GenAI semantic conventions).",
-            (*_GEN_AI_LABELS, n.LABEL_GEN_AI_TOKEN_TYPE),
+            (*_MODEL_LABELS, n.LABEL_GEN_AI_TOKEN_TYPE),
             n.BUCKETS_GEN_AI_TOKEN_USAGE,
             registry,
         )
         self.duration = _histogram(
             n.METRIC_GEN_AI_OPERATION_DURATION,
             "Seconds per model call attempt (GenAI semantic conventions).",
-            (*_GEN_AI_LABELS, n.LABEL_ERROR_TYPE),
+            (*_MODEL_LABELS, n.LABEL_ERROR_TYPE),
             n.BUCKETS_GEN_AI_OPERATION_DURATION,
             registry,
         )
@@ -544,7 +552,7 @@ class _Instruments:
         self.time_to_first_chunk = _histogram(
             n.METRIC_GEN_AI_TIME_TO_FIRST_CHUNK,
             "Seconds from a streamed model call's start to its first chunk (GenAI semantic conventions).",
-            _GEN_AI_LABELS,
+            _MODEL_LABELS,
             n.BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK,
             registry,
         )
@@ -623,9 +631,9 @@ class _Instruments:
             },
         )
 
-    def prepare_model(self, provider: str, model: str) -> _ModelSeries:
-        """The model-call series of one provider and model, created at zero."""
-        gen_ai = (n.OP_CHAT, provider, model)
+    def prepare_model(self, agent: str, task_type: str, provider: str, model: str) -> _ModelSeries:
+        """The model-call series of one agent and task type's calls to one provider and model, at zero."""
+        gen_ai = (agent, task_type, n.OP_CHAT, provider, model)
         return _ModelSeries(
             tokens_in=self.token_usage.labels(*gen_ai, n.TOKEN_INPUT),
             tokens_out=self.token_usage.labels(*gen_ai, n.TOKEN_OUTPUT),
@@ -648,7 +656,7 @@ class _AgentSeries:
 
 @dataclass(frozen=True)
 class _ModelSeries:
-    """Label children of one (provider, model)."""
+    """Label children of one (agent, task_type, provider, model)."""
 
     tokens_in: Any
     tokens_out: Any
@@ -688,8 +696,8 @@ class _RunMetrics(RunObserver):
 
     def _called(self, model: str) -> tuple[str, _ModelSeries]:
         """The label and series of a call to `model` (a foreign run's call to another model)."""
-        label = self._model_label(model)
-        return label, self._hooks.model_series(self._info.provider, label)
+        info, label = self._info, self._model_label(model)
+        return label, self._hooks.model_series(info.agent, info.task_type, info.provider, label)
 
     def model_ended(self, reply: ModelReply | None, error: BaseException | None) -> None:
         seconds = time.perf_counter() - self._model_t0 if self._model_t0 else 0.0
@@ -701,7 +709,7 @@ class _RunMetrics(RunObserver):
         if reply is None:
             info, hooks = self._info, self._hooks
             error_type = hooks.error_label(info.provider, label, error_type_of(error))
-            hooks.child(hooks.m.duration, n.OP_CHAT, info.provider, label, error_type).observe(seconds)
+            hooks.child(hooks.m.duration, *self._chat(label), error_type).observe(seconds)
             return
         model.duration_ok.observe(seconds)
         if extra and (BILLED_APART in extra or BILLED_BY_MODEL in extra):
@@ -720,13 +728,18 @@ class _RunMetrics(RunObserver):
         so the token metric sums to what the run's usage counts and prices. The parts are a
         server-side fallback's (the top-level usage split by model: `billed_by_model`) and the calls
         billed apart from the top-level usage (a server-side compaction, an advisor model's answer)."""
-        info, hooks = self._info, self._hooks
+        hooks = self._hooks
         for part in [*(reply.billed_by_model or (reply,)), *reply.billed_apart]:
             model = label if part is reply else self._model_label(part.model)
-            gen_ai = (n.OP_CHAT, info.provider, model)
+            gen_ai = self._chat(model)
             hooks.child(hooks.m.token_usage, *gen_ai, n.TOKEN_INPUT).observe(part.input_tokens)
             hooks.child(hooks.m.token_usage, *gen_ai, n.TOKEN_OUTPUT).observe(part.output_tokens)
             self._cache_tokens(part, model)
+
+    def _chat(self, model: str) -> tuple[str, str, str, str, str]:
+        """The labels of this run's calls to `model` (a label): agent, task type and the GenAI ones."""
+        info = self._info
+        return (info.agent, info.task_type, n.OP_CHAT, info.provider, model)
 
     def _model_label(self, model: str) -> str:
         """The `gen_ai_request_model` of a part of a reply that names `model`: the run's own when it
@@ -738,13 +751,13 @@ class _RunMetrics(RunObserver):
 
     def _cache_tokens(self, reply: ModelReply, model: str) -> None:
         """The cache reads and writes of `reply`, each of its own token type, when it has any."""
-        info, hooks = self._info, self._hooks
+        hooks = self._hooks
         for token_type, tokens in (
             (n.TOKEN_CACHE_READ, reply.cache_read_input_tokens),
             (n.TOKEN_CACHE_CREATION, reply.cache_creation_input_tokens),
         ):
             if tokens:
-                hooks.child(hooks.m.token_usage, n.OP_CHAT, info.provider, model, token_type).observe(tokens)
+                hooks.child(hooks.m.token_usage, *self._chat(model), token_type).observe(tokens)
 
     def tool_started(self, call: ToolCall) -> None:
         self._tool_t0[call.id] = time.perf_counter()

@@ -61,6 +61,17 @@ class Rig:
     def value(self, metric: str, **labels: str) -> float:
         return self.registry.get_sample_value(metric, labels) or 0.0
 
+    def run_labels(self) -> dict[str, str]:
+        """The `agent` and `task_type` labels of the one agent and task type whose runs the rig saw
+        (from their spans): the labels its model metrics carry, as its stops do."""
+        seen = {
+            (str(a.get(n.GEN_AI_AGENT_NAME)), str(a.get(n.AGENT_TASK_TYPE)))
+            for a in (s.attributes or {} for s in self.run_spans())
+        }
+        assert len(seen) == 1, f"runs of one agent and task type expected, saw {seen}"
+        ((agent, task_type),) = seen
+        return {n.LABEL_AGENT: agent, n.LABEL_TASK_TYPE: task_type}
+
     def stops(
         self, agent: str, task_type: str, reason: str, limit: str = n.NO_LIMIT, cause: str = ""
     ) -> float:

@@ -516,6 +516,8 @@ def test_chat_spans_and_the_token_metric_carry_cache_tokens(api: MessagesAPI) ->
     ]
     assert all(a[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] > 0 for a in attrs)
     labels = {
+        "agent": "reader",
+        "task_type": "default",
         "gen_ai_operation_name": "chat",
         "gen_ai_provider_name": "anthropic",
         "gen_ai_request_model": MODEL,

@@ -27,8 +27,12 @@ from prom_stack import (
     require_demo_flags,
     wait_until,
 )
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
-from telemetry import names
+from agent import Agent, ModelError, tool
+from agent.models import ScriptedModel, call, finish
+from telemetry import MetricsHooks, names
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARDS = sorted((ROOT / "dashboards" / "json").glob("*.json"))
@@ -46,6 +50,12 @@ AGGREGATIONS = {"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count"
                 "bottomk", "topk", "quantile"}  # fmt: skip
 GROUPING = r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)"
 STRING = r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`"
+
+
+@tool
+def look(path: str) -> str:
+    """Read a file."""
+    return path
 
 
 # -- reading dashboards and rules ------------------------------------------------
@@ -181,6 +191,64 @@ def test_every_label_named_is_in_the_contract() -> None:
     exprs = [*panel_exprs(), *other_exprs(), *(("rule", rule["expr"]) for rule in rules())]
     unknown = {(where, label) for where, expr in exprs for label in label_names(expr) if label not in labels}
     assert not unknown
+
+
+# -- per agent or per process ------------------------------------------------------
+
+RUN_LABELS = (names.LABEL_AGENT, names.LABEL_TASK_TYPE)
+FOLLOWS_VARIABLES = {(names.LABEL_AGENT, "=~", '"$agent"'), (names.LABEL_TASK_TYPE, "=~", '"$task_type"')}
+SELECTED = r"(?<![\w:$.\"])([A-Za-z_:][\w:]*)\s*(\{[^}]*\})?"
+MATCHER = r"(\w+)\s*(=~|!~|!=|=)\s*(\"(?:[^\"\\]|\\.)*\")"
+
+
+def served_labels() -> dict[str, set[str]]:
+    """The label names of each series an agent process serves on /metrics after one run (with a
+    tool, a failed model call and a verifier's rejection), by sample name."""
+    registry = CollectorRegistry()
+    hooks = MetricsHooks(registry)
+    steps = [ModelError("busy", error_type="overloaded"), [call("look", path="a")], [finish("done", "ok")]]
+    Agent("probe", ScriptedModel(steps), tools=[look], hooks=hooks, task_type="triage").run("t")
+    found: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(generate_latest(registry).decode()):
+        for sample in family.samples:
+            found.setdefault(sample.name, set()).update(sample.labels)
+    return found
+
+
+def per_agent(metric: str, served: dict[str, set[str]]) -> bool:
+    """Whether the series `metric` names carry both run labels: served with them, or recorded
+    by a rule whose level (`level:metric:operations`) keeps them."""
+    if metric in recorded():
+        level = f"_{metric.split(':')[0]}_"
+        return all(f"_{label}_" in level for label in RUN_LABELS)
+    assert metric in served or metric in BUILTIN_SERIES, f"{metric}: not served after a run"
+    return set(RUN_LABELS) <= served.get(metric, set())
+
+
+def test_every_panel_that_shows_per_agent_data_follows_both_variables() -> None:
+    """Choosing an agent or a task type narrows every panel whose series carry those labels: each
+    selector of such a series matches `agent=~"$agent"` and `task_type=~"$task_type"`."""
+    served = served_labels()
+    assert set(RUN_LABELS) <= served[f"{names.METRIC_GEN_AI_TOKEN_USAGE}_sum"]  # the model metrics too
+    unfiltered = []
+    for where, expr in panel_exprs():
+        for found in re.finditer(SELECTED, expr):
+            metric, selector = found.group(1), found.group(2) or ""
+            if metric in served or metric in recorded() or metric in BUILTIN_SERIES:
+                matchers = set(re.findall(MATCHER, selector))
+                if per_agent(metric, served) and not matchers >= FOLLOWS_VARIABLES:
+                    unfiltered.append(f"{where}: {metric}{selector}")
+    assert not unfiltered, "per-agent series the variables do not narrow:\n" + "\n".join(unfiltered)
+
+
+def test_panels_of_per_process_data_say_they_are_not_per_agent() -> None:
+    """A panel whose series carry no agent label (telemetry health, scrapes) cannot follow the
+    variables: its description says so, rather than a filter that matches nothing or everything."""
+    served = served_labels()
+    for panel in panels(load(ROOT / "dashboards" / "json" / "agent-stops.json")):
+        read = {m for target in panel.get("targets", []) for m in metric_names(target["expr"])}
+        if read and not any(per_agent(metric, served) for metric in read):
+            assert "not per agent" in panel["description"], panel["title"]
 
 
 def alert_threshold(alert: str, pattern: str) -> float:

@@ -120,6 +120,8 @@ def test_a_foreign_calls_cache_tokens_reach_its_chat_span_and_the_token_metric(r
     )
     (provider,) = {str((s.attributes or {})[n.GEN_AI_PROVIDER_NAME]) for s in rig.run_spans()}
     labels = {
+        n.LABEL_AGENT: "cached",  # the run's agent and task type, as native runs' calls are counted
+        n.LABEL_TASK_TYPE: TASK,
         n.LABEL_GEN_AI_OPERATION_NAME: n.OP_CHAT,
         n.LABEL_GEN_AI_PROVIDER_NAME: provider,
         n.LABEL_GEN_AI_REQUEST_MODEL: model,
@@ -149,6 +151,8 @@ def test_a_home_grown_limit_stop_must_say_which_limit_and_a_give_up_is_the_agent
 
 def tokens_observed(rig: Rig) -> float:
     labels = {
+        n.LABEL_AGENT: "raw_loop",
+        n.LABEL_TASK_TYPE: TASK,
         n.LABEL_GEN_AI_OPERATION_NAME: n.OP_CHAT,
         n.LABEL_GEN_AI_PROVIDER_NAME: "anthropic",
         n.LABEL_GEN_AI_REQUEST_MODEL: "m",

@@ -41,7 +41,7 @@ def no_openai_trace_export() -> Iterator[None]:
 
 
 def tokens(rig: Rig, provider: str, model: str, kind: str = "input") -> float:
-    labels = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": provider}
+    labels = rig.run_labels() | {"gen_ai_operation_name": "chat", "gen_ai_provider_name": provider}
     labels |= {"gen_ai_request_model": model, "gen_ai_token_type": kind}
     return rig.value("gen_ai_client_token_usage_sum", **labels)
 

@@ -65,13 +65,13 @@ def chats(rig: Rig) -> list[tuple[str, Any, Any]]:
 
 def calls(rig: Rig, provider: str, model: str, error: str = n.NO_ERROR) -> float:
     """How many model calls `gen_ai_client_operation_duration_seconds` timed under `model`."""
-    labels = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": provider}
+    labels = rig.run_labels() | {"gen_ai_operation_name": "chat", "gen_ai_provider_name": provider}
     labels |= {"gen_ai_request_model": model, "error_type": error}
     return rig.value("gen_ai_client_operation_duration_seconds_count", **labels)
 
 
 def tokens(rig: Rig, provider: str, model: str, kind: str = "input") -> float:
-    labels = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": provider}
+    labels = rig.run_labels() | {"gen_ai_operation_name": "chat", "gen_ai_provider_name": provider}
     labels |= {"gen_ai_request_model": model, "gen_ai_token_type": kind}
     return rig.value("gen_ai_client_token_usage_sum", **labels)
 

@@ -228,6 +228,8 @@ def test_a_stale_help_request_pages_once_whatever_the_replicas_and_holds_through
 DASHBOARD = ROOT / "dashboards" / "json" / "agent-stops.json"
 RANGE, RATE = "4h", "5m"  # $__range and $__rate_interval
 MINUTES = 300  # of series; panels are read at the end
+# the model-call metrics' GenAI labels (they carry the run's agent and task type too)
+CHAT = 'gen_ai_operation_name="chat",gen_ai_provider_name="anthropic",gen_ai_request_model="m"'
 # per-process counters, (metric, labels, increase a minute): a multiple of 3, split over 3 replicas
 PER_PROCESS = [
     *[("agent_stops_total", STOP_LABELS[r], k) for r, k in (("success", 6), ("limit", 3), ("need_help", 3))],
@@ -245,6 +247,12 @@ PER_PROCESS = [
     ("agent_run_tokens_sum", 'stop_reason="success"', 3000),
     ("agent_run_tokens_count", 'stop_reason="success"', 6),
     ("agent_human_wait_seconds_count", 'outcome="answered"', 6),
+    ("gen_ai_client_token_usage_sum", f'{CHAT},gen_ai_token_type="input"', 3000),
+    ("gen_ai_client_token_usage_sum", f'{CHAT},gen_ai_token_type="cache_read"', 6000),
+    *[
+        ("gen_ai_client_operation_duration_seconds_bucket", f'{CHAT},error_type="",le="{le}"', k)
+        for le, k in (("0.64", 0), ("1.28", 3), ("2.56", 6), ("+Inf", 6))
+    ],
     *[
         (f"agent_{m}_bucket", f'{extra}le="{le}"', k)
         for m, extra in (

@@ -18,6 +18,8 @@ from telemetry import names as n
 
 TASK = "misuse"
 CHAT = {
+    n.LABEL_AGENT: "raw",
+    n.LABEL_TASK_TYPE: TASK,
     n.LABEL_GEN_AI_OPERATION_NAME: n.OP_CHAT,
     n.LABEL_GEN_AI_PROVIDER_NAME: "anthropic",
     n.LABEL_GEN_AI_REQUEST_MODEL: "m",

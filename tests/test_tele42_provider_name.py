@@ -53,8 +53,9 @@ def test_a_run_through_bedrock_is_traced_and_counted_as_aws_bedrock() -> None:
         for s in spans.get_finished_spans()
     }
     assert names["invoke_agent"] == names["chat"] == "aws.bedrock"
-    labels = {n.LABEL_GEN_AI_OPERATION_NAME: "chat", n.LABEL_GEN_AI_PROVIDER_NAME: "aws.bedrock"}
-    labels |= {n.LABEL_GEN_AI_REQUEST_MODEL: BEDROCK_ID, n.LABEL_ERROR_TYPE: ""}
+    labels = {n.LABEL_AGENT: "tidy", n.LABEL_TASK_TYPE: "default", n.LABEL_GEN_AI_OPERATION_NAME: "chat"}
+    labels |= {n.LABEL_GEN_AI_PROVIDER_NAME: "aws.bedrock", n.LABEL_GEN_AI_REQUEST_MODEL: BEDROCK_ID}
+    labels |= {n.LABEL_ERROR_TYPE: ""}
     assert registry.get_sample_value("gen_ai_client_operation_duration_seconds_count", labels) == 1
 
 

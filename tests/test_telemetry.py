@@ -230,13 +230,13 @@ def test_success_after_a_rejected_done(rig: Rig) -> None:
         "gen_ai_provider_name": "scripted",
         "gen_ai_request_model": "scripted",
     }
-    usage = rig.registry.get_sample_value
-    assert usage("gen_ai_client_token_usage_count", {**gen_ai, "gen_ai_token_type": "input"}) == 4
+    # the model metrics carry the run's agent and task type (rig.value adds them) beside the GenAI labels
+    assert rig.value("gen_ai_client_token_usage_count", **gen_ai, gen_ai_token_type="input") == 4
     assert (
-        usage("gen_ai_client_token_usage_sum", {**gen_ai, "gen_ai_token_type": "output"})
+        rig.value("gen_ai_client_token_usage_sum", **gen_ai, gen_ai_token_type="output")
         == result.output_tokens
     )
-    assert usage("gen_ai_client_operation_duration_seconds_count", {**gen_ai, "error_type": ""}) == 4
+    assert rig.value("gen_ai_client_operation_duration_seconds_count", **gen_ai, error_type="") == 4
 
 
 def test_limit_names_the_budget(rig: Rig) -> None:
@@ -326,9 +326,7 @@ def test_error_marks_the_run_and_the_call(rig: Rig) -> None:
         "gen_ai_provider_name": "scripted",
         "gen_ai_request_model": "scripted",
     }
-    failed = rig.registry.get_sample_value(
-        "gen_ai_client_operation_duration_seconds_count", {**labels, "error_type": "bad_request"}
-    )
+    failed = rig.value("gen_ai_client_operation_duration_seconds_count", **labels, error_type="bad_request")
     assert failed == 1
 
 
@@ -543,8 +541,7 @@ def test_chat_spans_carry_server_tool_uses_rate_limits_and_the_first_chunk_time(
     assert attrs[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] == 0.25
     first_chunk = {"gen_ai_operation_name": "chat", "gen_ai_provider_name": "anthropic"}
     first_chunk["gen_ai_request_model"] = "claude-sonnet-5-5"
-    get = rig.registry.get_sample_value
-    assert get("gen_ai_client_operation_time_to_first_chunk_seconds_sum", first_chunk) == 0.25
+    assert rig.value("gen_ai_client_operation_time_to_first_chunk_seconds_sum", **first_chunk) == 0.25
 
 
 def test_a_run_whose_price_is_unknown_is_counted_and_its_cost_left_out(rig: Rig) -> None:

@@ -109,8 +109,7 @@ def test_a_failing_adapter_is_named_on_its_call(rig: Rig) -> None:
     (chat,) = [s for s in rig.spans() if s.name.startswith(n.SPAN_CHAT)]
     assert (chat.attributes or {})[n.ERROR_TYPE] == "ValueError"
     assert chat.status.status_code is StatusCode.ERROR
-    failed = {**GEN_AI, "error_type": "ValueError"}
-    assert rig.registry.get_sample_value("gen_ai_client_operation_duration_seconds_count", failed) == 1
+    assert rig.value("gen_ai_client_operation_duration_seconds_count", **GEN_AI, error_type="ValueError") == 1
 
 
 def test_free_text_error_types_neither_leak_nor_make_series(rig: Rig) -> None:
