@@ -54,6 +54,7 @@ from agent.service.inbox import (
     page_html,
     pages,
     past_last,
+    remember,
     same_origin,
     session,
     signed_in,
@@ -388,8 +389,7 @@ class ReviewPages:
         said = f"Labelled run {given.run_id} {given.label} (by {given.by}); it left the queue."
         signed = notice_params(self.service.token, said)
         response = RedirectResponse(View.of(request, QUEUE).url(done=given.run_id, **signed), 303)
-        response.set_cookie(REVIEWER_COOKIE, quote(by), max_age=365 * 86400, httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https")  # fmt: skip
+        remember(response, request, by)
         return response
 
     async def promote(self, request: Request) -> Response:
