@@ -46,3 +46,18 @@ def test_every_response_says_nosniff_and_run_data_is_not_cached(server: Server) 
             assert response.headers.get("x-content-type-options") == "nosniff", said
             assert response.headers.get("cache-control") == "no-store", said
             assert len(response.headers.get_list("x-content-type-options")) == 1, said  # the inbox's own
+
+
+def test_a_request_without_a_valid_token_is_told_which_scheme_to_use(server: Server) -> None:
+    """A 401 of the API came without `WWW-Authenticate`, which RFC 6750 (and RFC 9110 for any 401)
+    requires: a client could not tell it needs a bearer token, nor that the one it sent was wrong."""
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for method, path in (("POST", "/runs"), ("POST", "/runs/r1/answer"), ("POST", "/runs/r1/resume")):
+            missing = client.request(method, path)
+            assert (
+                missing.status_code == 401
+                and missing.headers["www-authenticate"] == 'Bearer realm="endstate"'
+            )
+            wrong = client.request(method, path, headers={"Authorization": "Bearer not-the-token-0123456789"})
+            assert wrong.status_code == 401
+            assert wrong.headers["www-authenticate"] == 'Bearer realm="endstate", error="invalid_token"'

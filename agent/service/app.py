@@ -402,7 +402,12 @@ class Api:
             raise Problem(400, f"send one Authorization header, not {n}: Authorization: Bearer <token>")
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not self.service.token.accepts(offered.strip()):
-            raise Problem(401, "a valid token is required: Authorization: Bearer <token>")
+            challenge = 'Bearer realm="endstate"' + (', error="invalid_token"' if offered.strip() else "")
+            raise Problem(
+                401,
+                "a valid token is required: Authorization: Bearer <token>",
+                headers={"WWW-Authenticate": challenge},  # RFC 6750: what a 401 of a bearer token says
+            )
 
     def _authorize_read(self, request: Request) -> None:
         if self.service.reads_need_token:
