@@ -43,7 +43,7 @@ def test_a_sign_in_through_a_tls_proxy_gets_a_secure_cookie(server: Server) -> N
     assert "secure" in proxied and "httponly" in proxied and "samesite=strict" in proxied
     by_referer = _cookie(_sign_in(server, {"Referer": f"https://{host}/inbox"}), "endstate_inbox")
     assert "secure" in by_referer
-    local_proxy = {"Origin": f"http://{host}", "X-Forwarded-Proto": "https"}  # uvicorn trusts loopback's
+    local_proxy = {"X-Forwarded-Proto": "https"}  # a proxy on loopback: uvicorn trusts its header
     assert "secure" in _cookie(_sign_in(server, local_proxy), "endstate_inbox")
     plain = _cookie(_sign_in(server, {"Origin": f"http://{host}"}), "endstate_inbox")
     assert "secure" not in plain and "httponly" in plain  # over plain http a Secure cookie is not kept
@@ -73,3 +73,20 @@ def test_the_reviewer_name_cookie_is_secure_through_a_tls_proxy_too(tmp_path: Pa
         for response in (answered, labelled):
             assert response.status_code == 303, response.text
             assert "secure" in _cookie(response, "endstate_reviewer")
+
+
+def test_a_plain_http_page_cannot_post_to_the_inbox_reached_over_https(server: Server) -> None:
+    """Behind a proxy that says the request came over https, a form from `http://` and the same
+    host name (a network attacker's page; an older browser sends the cookie and no Sec-Fetch-Site)
+    was taken as same-origin: only the host was compared."""
+    host = server.url.removeprefix("http://")
+    tls = {"X-Forwarded-Proto": "https"}  # a TLS proxy on loopback (uvicorn trusts its header)
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for sent in ({"Origin": f"http://{host}"}, {"Referer": f"http://{host}/inbox"}):
+            refused = client.post("/inbox/login", data={"token": TOKEN}, headers=tls | sent)
+            assert refused.status_code == 403 and "cross-site" in refused.text, sent
+            assert "set-cookie" not in refused.headers
+        taken = client.post(
+            "/inbox/login", data={"token": TOKEN}, headers=tls | {"Origin": f"https://{host}"}
+        )
+        assert taken.status_code == 303 and "secure" in _cookie(taken, "endstate_inbox")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from string import Template
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qs, quote, unquote, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -277,13 +277,21 @@ def same_origin(request: Request) -> None:
 
     A browser says where a form came from in `Sec-Fetch-Site` and `Origin`, or
     (older ones, some privacy settings) only in `Referer`; an opaque origin
-    (`null`: a sandboxed frame, a data: page) is refused too.
+    (`null`: a sandboxed frame, a data: page) is refused too, and so is a plain-http page
+    posting to this service reached over https (a network attacker's page on the same name).
     """
     site = request.headers.get("sec-fetch-site")
     origin = request.headers.get("origin") or request.headers.get("referer")
     cross = site is not None and site not in ("same-origin", "none")
-    if cross or (origin is not None and urlsplit(origin).netloc != request.headers.get("host")):
+    if cross or (origin is not None and not _this_origin(request, urlsplit(origin))):
         raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
+
+
+def _this_origin(request: Request, origin: SplitResult) -> bool:
+    """`origin` is this service's: its host, and https when this request is known to be (a scheme
+    the request cannot know, behind a TLS proxy on another host, is taken from the page)."""
+    downgraded = request.url.scheme == "https" and origin.scheme != "https"
+    return origin.netloc == request.headers.get("host") and not downgraded
 
 
 def page_html(current: str, **parts: Any) -> str:
