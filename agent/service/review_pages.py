@@ -216,7 +216,7 @@ class ReviewPages:
             heading="Labelled runs, latest first",
             notice=notice(notice_of(request, self.service.token), "notice") + notice(error, "error"),
             session=session(signed_in(self.service, request)),
-            refresh_note=_filtered_note(view),
+            refresh_note=_filtered_note(view, found),
             items=self._labelled_table(found[:size], view) if found else _none_labelled(view),
             pages=_later_earlier(view, more=len(found) > size),
         )
@@ -592,11 +592,19 @@ def _none_labelled(view: View) -> str:
     return f'<p class="empty past-last">No labels on page {view.page}; go to {first}.</p>'
 
 
-def _filtered_note(view: View) -> str:
+def _filtered_note(view: View, found: list[Review]) -> str:
+    """What a filtered list holds, named from the labels `found` (each of that agent and task type),
+    never from the address: a link someone else wrote (`?agent=Your session expired. Sign in at
+    ...`) puts none of its words on the page."""
     if not (view.agent or view.task_type):
         return ""
-    shown = ", ".join(f"{k} {v}" for k, v in (("agent", view.agent), ("task type", view.task_type)) if v)
-    return f'<p class="intro">Only {escape(shown)}. {link(LABELLED, "Show all", False)}</p>'
+    show_all = link(LABELLED, "Show all", False)
+    if not found:
+        return f'<p class="intro">No label here of the agent or task type this link asks for. {show_all}</p>'
+    r = found[0]
+    asked = (("agent", r.agent, view.agent), ("task type", r.task_type, view.task_type))
+    shown = ", ".join(f"{k} {v}" for k, v, filtered in asked if filtered)
+    return f'<p class="intro">Only {escape(shown)}. {show_all}</p>'
 
 
 def _later_earlier(view: View, more: bool) -> str:
