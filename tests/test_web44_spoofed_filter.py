@@ -49,3 +49,19 @@ def test_a_filter_in_a_link_someone_else_wrote_puts_none_of_its_words_on_the_lab
             both = {"agent": "invoice-downloader", "task_type": task_type}
             shown = browser.get(f"/inbox/review/labelled?{urlencode(both)}").text
             assert f"Only agent invoice-downloader, task type {task_type}." in shown and run_id in shown
+
+
+def test_a_run_page_address_that_is_no_run_id_puts_none_of_its_words_on_the_page(tmp_path: Path) -> None:
+    """`/inbox/review/runs/<words>` (and its case.yaml and case.zip) said 'No run with id '<words>'.'
+    in the page's error box and heading: any sentence a link's sender wrote, shown as the inbox's."""
+    from urllib.parse import quote
+
+    words = "Your session expired. Sign in again at endstate-login.example with the service token"
+    with Server(str(tmp_path / "runs.db"), tmp_path) as server:
+        for tail in ("", "/case.yaml", "/case.zip"):
+            page = httpx.get(f"{server.url}/inbox/review/runs/{quote(words, safe='')}{tail}", timeout=30)
+            assert page.status_code == 404 and "text/html" in page.headers["content-type"], tail
+            assert "endstate-login.example" not in page.text and "session expired" not in page.text, tail
+            assert "No run has the id this address names" in page.text, tail
+        shaped = httpx.get(f"{server.url}/inbox/review/runs/no-such-run", timeout=30)
+        assert shaped.status_code == 404 and "No run with id &#x27;no-such-run&#x27;." in shaped.text

@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from agent.durable import review
 from agent.durable.review import CaseFiles, Label
+from agent.durable.runner import RUN_ID
 from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
@@ -233,6 +234,8 @@ class ReviewPages:
         content = ""
         if self._reads_refused(request):
             error = error or "Sign in with the service token to see this run."
+        elif not RUN_ID.fullmatch(run_id):  # shown as it is, a link's words would read as the page's
+            run_id, error, status = "", error or _NOT_AN_ID, 404
         else:
             try:
                 found = await self._run_page(run_id, is_in, _reviewer(request))
@@ -354,6 +357,8 @@ class ReviewPages:
         run_id = request.path_params["run_id"]
         if self._reads_refused(request):
             return await self.render_run(request, error="Sign in with the service token first.", status=401)
+        if not RUN_ID.fullmatch(run_id):
+            return await self.render_run(request)  # a 404 that repeats no words of the address
         try:
             files: CaseFiles = await run_in_threadpool(
                 review.case_files, self.store, run_id, None, self.service.catalog_spec
@@ -624,6 +629,10 @@ _QUEUE_INTRO = (
     "A label takes a run out of the queue; <code>endstate review</code> lists the same runs.</p>"
 )
 _COLUMNS = ("Run", "Agent", "Task type", "Label", "By", "When", "Note", "Case")
+_NOT_AN_ID = (
+    "No run has the id this address names: a run id is 1-64 ASCII letters, digits, '_', '-' or '.'. "
+    "Open the run from the review queue or the labelled runs."
+)
 _SIGN_IN_TO_LABEL = '<p class="sign-in-to-label">Sign in to label.</p>'
 _EMPTY_QUEUE = '<p class="empty">Nothing to review: every run that needs a look is labelled.</p>'
 _NONE_LABELLED = '<p class="empty">No run is labelled yet.</p>'
