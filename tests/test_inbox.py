@@ -645,7 +645,10 @@ def test_with_reads_behind_the_token_the_review_pages_show_nothing_signed_out(tm
         with contextlib.closing(_signed_in(server)) as browser:
             assert offline in browser.get("/inbox/review").text
             ghost = browser.get("/inbox/review/runs/%3Cb%3Eghost")
-            assert ghost.status_code == 404 and "No run with id &#x27;&lt;b&gt;ghost&#x27;." in ghost.text
+            assert ghost.status_code == 404 and "No run has the id this address names" in ghost.text
+            assert "ghost" not in ghost.text  # no id: the address's words are not repeated (web44)
+            unknown = browser.get("/inbox/review/runs/no-such-run")
+            assert unknown.status_code == 404 and "No run with id &#x27;no-such-run&#x27;." in unknown.text
             assert "<b>" not in ghost.text
 
 

@@ -30,7 +30,7 @@ import yaml
 from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
-from agent.durable.store.base import Review
+from agent.durable.store.base import Review, unplain
 from agent.errors import ConfigError
 from agent.finish import FINISH_TOOL
 from agent.journal import Answer, Answered, Approval, Denial, Entry, Extended, Reply, Stopped, Suspended
@@ -158,10 +158,16 @@ def label(
         chosen = Label(value)
     except ValueError:
         raise ReviewError(f"{value!r} is not a label; use one of: {', '.join(Label)}") from None
+    name = by.strip()
+    if unplain(name):  # as an answer's name: a line break or an escape is no name to show
+        raise ReviewError(
+            f"the labeller's name {name!r} holds control or invisible characters (a line break, an escape, "
+            "a bidi mark): give the name as plain text on one line"
+        )
     record = store.get(run_id)
     if record is not None and record.status is RunStatus.FINISHED and (why := misfit(record, chosen)):
         raise LabelMismatch(f"run {run_id} stopped as {record.stop_reason}: {why}")
-    return store.add_review(run_id, chosen, note, time.time() if now is None else now, by.strip())
+    return store.add_review(run_id, chosen, note, time.time() if now is None else now, name)
 
 
 def latest_labels(store: RunStore, run_ids: Sequence[str] | None = None) -> dict[str, Review]:

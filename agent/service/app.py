@@ -35,6 +35,9 @@ path does not take), 408 (the body did not arrive in time), 409 (not waiting,
 or claimed by another worker), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question). None of them changes
 the store.
+
+Every response says `X-Content-Type-Options: nosniff` and, unless it sets its own,
+`Cache-Control: no-store` (`SafeHeaders`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent._valid import is_count
 from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
@@ -156,7 +159,7 @@ def create_app(service: Service) -> Starlette:
         routes=routes,
         lifespan=service.lifespan,
         exception_handlers=handlers,  # type: ignore[arg-type]
-        middleware=[Middleware(HostGuard, allowed=service.allowed_hosts)],
+        middleware=[Middleware(SafeHeaders), Middleware(HostGuard, allowed=service.allowed_hosts)],
     )
     app.state.service = service
     return app
@@ -183,6 +186,33 @@ class HostGuard:
                 await StandardJSON({"error": message}, status_code=421)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+SAFE_HEADERS = (  # on every response that does not set its own (the inbox's pages set more)
+    (b"x-content-type-options", b"nosniff"),  # a JSON error echoing `<script>` is never read as HTML
+    (b"cache-control", b"no-store"),  # a run's data is not kept in a browser's or a proxy's cache
+)
+
+
+class SafeHeaders:
+    """Add `SAFE_HEADERS` to every HTTP response (errors, the 421 of `HostGuard` and 404s too)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_safe(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in SAFE_HEADERS if k not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_safe)
 
 
 class Api:
@@ -372,7 +402,12 @@ class Api:
             raise Problem(400, f"send one Authorization header, not {n}: Authorization: Bearer <token>")
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not self.service.token.accepts(offered.strip()):
-            raise Problem(401, "a valid token is required: Authorization: Bearer <token>")
+            challenge = 'Bearer realm="endstate"' + (', error="invalid_token"' if offered.strip() else "")
+            raise Problem(
+                401,
+                "a valid token is required: Authorization: Bearer <token>",
+                headers={"WWW-Authenticate": challenge},  # RFC 6750: what a 401 of a bearer token says
+            )
 
     def _authorize_read(self, request: Request) -> None:
         if self.service.reads_need_token:

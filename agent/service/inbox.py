@@ -1,9 +1,9 @@
 """The help inbox: one server-rendered page of runs waiting for a person. No build step, no script.
 
 Sign in once with the service token (the page keeps an HttpOnly, SameSite=Strict
-cookie of that sign-in, signed with the token, for `SESSION_SECONDS`; Sign out ends it on
-this process); then answer a question, or approve or deny a pending tool call. Every form
-posts to `/inbox/...` and comes back to the page.
+cookie of that sign-in, signed with the token, for `SESSION_SECONDS`, Secure when the page was
+reached over https: `over_tls`; Sign out ends it on this process); then answer a question, or
+approve or deny a pending tool call. Every form posts to `/inbox/...` and comes back to the page.
 
 Questions and tool arguments come from the model: every value is HTML-escaped,
 and the page forbids scripts and framing (CSP), so markup in them stays text.
@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from string import Template
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qs, quote, unquote, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -108,7 +108,16 @@ def reviewer(request: Request) -> str:
 def remember(response: Response, request: Request, name: str) -> None:
     """Keep the name given for the next form (a year, this site only)."""
     response.set_cookie(REVIEWER_COOKIE, quote(name), max_age=365 * 86400, httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")  # fmt: skip
+                        secure=over_tls(request))  # fmt: skip
+
+
+def over_tls(request: Request) -> bool:
+    """The browser reached the page over https: this request came so (uvicorn reads a loopback proxy's
+    `X-Forwarded-Proto`), or the page that posted it says so (its `Origin`, else `Referer`): behind a
+    TLS proxy on another host the request itself is plain http. A cookie set then is `Secure`, so the
+    browser never sends it over plain http (a link or a network attacker's `http://` to this host)."""
+    origin = request.headers.get("origin") or request.headers.get("referer") or ""
+    return request.url.scheme == "https" or urlsplit(origin).scheme == "https"
 
 
 class Inbox:
@@ -163,7 +172,7 @@ class Inbox:
             max_age=SESSION_SECONDS,
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=over_tls(request),
         )
         return response
 
@@ -268,13 +277,21 @@ def same_origin(request: Request) -> None:
 
     A browser says where a form came from in `Sec-Fetch-Site` and `Origin`, or
     (older ones, some privacy settings) only in `Referer`; an opaque origin
-    (`null`: a sandboxed frame, a data: page) is refused too.
+    (`null`: a sandboxed frame, a data: page) is refused too, and so is a plain-http page
+    posting to this service reached over https (a network attacker's page on the same name).
     """
     site = request.headers.get("sec-fetch-site")
     origin = request.headers.get("origin") or request.headers.get("referer")
     cross = site is not None and site not in ("same-origin", "none")
-    if cross or (origin is not None and urlsplit(origin).netloc != request.headers.get("host")):
+    if cross or (origin is not None and not _this_origin(request, urlsplit(origin))):
         raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
+
+
+def _this_origin(request: Request, origin: SplitResult) -> bool:
+    """`origin` is this service's: its host, and https when this request is known to be (a scheme
+    the request cannot know, behind a TLS proxy on another host, is taken from the page)."""
+    downgraded = request.url.scheme == "https" and origin.scheme != "https"
+    return origin.netloc == request.headers.get("host") and not downgraded
 
 
 def page_html(current: str, **parts: Any) -> str:

@@ -35,6 +35,7 @@ from starlette.routing import Route
 
 from agent.durable import review
 from agent.durable.review import CaseFiles, Label
+from agent.durable.runner import RUN_ID
 from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
@@ -54,6 +55,7 @@ from agent.service.inbox import (
     page_html,
     pages,
     past_last,
+    remember,
     same_origin,
     session,
     signed_in,
@@ -215,7 +217,7 @@ class ReviewPages:
             heading="Labelled runs, latest first",
             notice=notice(notice_of(request, self.service.token), "notice") + notice(error, "error"),
             session=session(signed_in(self.service, request)),
-            refresh_note=_filtered_note(view),
+            refresh_note=_filtered_note(view, found),
             items=self._labelled_table(found[:size], view) if found else _none_labelled(view),
             pages=_later_earlier(view, more=len(found) > size),
         )
@@ -232,6 +234,8 @@ class ReviewPages:
         content = ""
         if self._reads_refused(request):
             error = error or "Sign in with the service token to see this run."
+        elif not RUN_ID.fullmatch(run_id):  # shown as it is, a link's words would read as the page's
+            run_id, error, status = "", error or _NOT_AN_ID, 404
         else:
             try:
                 found = await self._run_page(run_id, is_in, _reviewer(request))
@@ -353,6 +357,8 @@ class ReviewPages:
         run_id = request.path_params["run_id"]
         if self._reads_refused(request):
             return await self.render_run(request, error="Sign in with the service token first.", status=401)
+        if not RUN_ID.fullmatch(run_id):
+            return await self.render_run(request)  # a 404 that repeats no words of the address
         try:
             files: CaseFiles = await run_in_threadpool(
                 review.case_files, self.store, run_id, None, self.service.catalog_spec
@@ -388,8 +394,7 @@ class ReviewPages:
         said = f"Labelled run {given.run_id} {given.label} (by {given.by}); it left the queue."
         signed = notice_params(self.service.token, said)
         response = RedirectResponse(View.of(request, QUEUE).url(done=given.run_id, **signed), 303)
-        response.set_cookie(REVIEWER_COOKIE, quote(by), max_age=365 * 86400, httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https")  # fmt: skip
+        remember(response, request, by)
         return response
 
     async def promote(self, request: Request) -> Response:
@@ -592,11 +597,19 @@ def _none_labelled(view: View) -> str:
     return f'<p class="empty past-last">No labels on page {view.page}; go to {first}.</p>'
 
 
-def _filtered_note(view: View) -> str:
+def _filtered_note(view: View, found: list[Review]) -> str:
+    """What a filtered list holds, named from the labels `found` (each of that agent and task type),
+    never from the address: a link someone else wrote (`?agent=Your session expired. Sign in at
+    ...`) puts none of its words on the page."""
     if not (view.agent or view.task_type):
         return ""
-    shown = ", ".join(f"{k} {v}" for k, v in (("agent", view.agent), ("task type", view.task_type)) if v)
-    return f'<p class="intro">Only {escape(shown)}. {link(LABELLED, "Show all", False)}</p>'
+    show_all = link(LABELLED, "Show all", False)
+    if not found:
+        return f'<p class="intro">No label here of the agent or task type this link asks for. {show_all}</p>'
+    r = found[0]
+    asked = (("agent", r.agent, view.agent), ("task type", r.task_type, view.task_type))
+    shown = ", ".join(f"{k} {v}" for k, v, filtered in asked if filtered)
+    return f'<p class="intro">Only {escape(shown)}. {show_all}</p>'
 
 
 def _later_earlier(view: View, more: bool) -> str:
@@ -616,6 +629,10 @@ _QUEUE_INTRO = (
     "A label takes a run out of the queue; <code>endstate review</code> lists the same runs.</p>"
 )
 _COLUMNS = ("Run", "Agent", "Task type", "Label", "By", "When", "Note", "Case")
+_NOT_AN_ID = (
+    "No run has the id this address names: a run id is 1-64 ASCII letters, digits, '_', '-' or '.'. "
+    "Open the run from the review queue or the labelled runs."
+)
 _SIGN_IN_TO_LABEL = '<p class="sign-in-to-label">Sign in to label.</p>'
 _EMPTY_QUEUE = '<p class="empty">Nothing to review: every run that needs a look is labelled.</p>'
 _NONE_LABELLED = '<p class="empty">No run is labelled yet.</p>'

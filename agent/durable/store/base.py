@@ -439,6 +439,12 @@ def answer_kind(answer: str | None, approved: bool | None) -> str:
     return "approved" if approved else "denied"
 
 
+def unplain(name: str) -> bool:
+    """`name` holds a control or invisible character (a line break, an escape, a bidi mark): no name
+    a page or a terminal shows as it is."""
+    return any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name)
+
+
 def answerer(by: object) -> str | None:
     """The name an answer is given under, checked: None (or blank) for none; else text without
     control characters, at most `ANSWERER_CHARS` characters once trimmed. `ValueError` says why not."""
@@ -455,7 +461,7 @@ def answerer(by: object) -> str | None:
             f"the answerer's name is {len(name)} characters long; at most {ANSWERER_CHARS} are kept: "
             "give a shorter name"
         )
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name):
+    if unplain(name):
         raise ValueError(
             f"the answerer's name {name!r} holds control or invisible characters (a line break, an "
             "escape, a bidi mark): give the name as plain text on one line"
