@@ -13,7 +13,7 @@ from agent.clock import SYSTEM_CLOCK, Clock, StoppedClock, clock_problem
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError
 from agent.history import HistoryPolicy
-from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk, add_entry
+from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk, add_entry, read_only
 from agent.progress import ProgressDetector, replay
 from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
@@ -111,7 +111,7 @@ class RunState:
 
     def snapshot(self, kind: SnapshotKind) -> Snapshot:
         """The whole run as it stands: its journal, usage and state."""
-        return self._head(kind, list(self.ctx.journal.entries), self.saveable_state())
+        return self._head(kind, read_only(self.ctx.journal.entries), self.saveable_state())
 
     def _head(self, kind: SnapshotKind, journal: list[Entry], state: dict[str, Any]) -> Snapshot:
         ctx = self.ctx

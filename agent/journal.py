@@ -301,6 +301,12 @@ class _Entries(list[Entry]):
         return list, (list(self),)  # a copy (or pickle) is a plain list, the caller's own
 
 
+def read_only(entries: Iterable[Entry]) -> list[Entry]:
+    """A copy of `entries` that refuses changes, as a journal's do: the journal of a snapshot the loop
+    hands out (a hook's `run_ended` and the caller read the same one, and a store saves it)."""
+    return _Entries(entries)
+
+
 add_entry: Callable[[Sequence[Entry], Entry], None] = list.append  # type: ignore[assignment]
 """Append to a journal's entries without `Journal.append`'s check: the loop's own records, whose types
 it knows (`RunState.record`); at `list.append`'s cost, on a turn's path."""

@@ -17,8 +17,10 @@ import pytest
 
 from agent import Agent, StopReason, tool
 from agent.context import RunContext
+from agent.hooks import RunInfo, RunObserver
 from agent.journal import Journal, Note, Result, Task
 from agent.models.scripted import ScriptedModel, call, finish
+from agent.result import RunResult
 from agent.snapshot import Snapshot
 from agent.tools import Tool
 
@@ -73,3 +75,27 @@ def test_a_journal_still_reads_copies_and_takes_entries_through_append() -> None
     copied = copy.copy(journal.entries)
     copied.append(Note("mine"))  # a copy is the caller's own list
     assert len(journal) == 2 and journal.entries[:1] == [Task("t")]
+
+
+class _Wiping(RunObserver):
+    def run_ended(self, result: RunResult) -> None:
+        assert result.snapshot is not None
+        result.snapshot.journal.clear()
+
+
+class _WipingHooks:
+    def run_started(self, info: RunInfo) -> RunObserver:
+        return _Wiping()
+
+
+def test_a_hook_cannot_empty_the_snapshot_the_run_hands_back(caplog: pytest.LogCaptureFixture) -> None:
+    """A hook's `run_ended` reads the result the caller gets: clearing its snapshot's journal left the
+    suspended run a snapshot with no task. Now the hook's failure is logged and the snapshot resumes."""
+    model = ScriptedModel([[finish("need_help", "go on?")], [finish("done", "ok")]])
+    agent = Agent(name="a", model=model, hooks=_WipingHooks())
+
+    suspended = agent.run("the task")
+
+    assert suspended.reason is StopReason.NEED_HELP and suspended.snapshot is not None
+    assert suspended.snapshot.journal[0] == Task("the task") and "append-only" in caplog.text
+    assert agent.resume(Snapshot.from_json(suspended.snapshot.to_json()), "yes").reason is StopReason.SUCCESS
