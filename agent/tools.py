@@ -378,11 +378,12 @@ def arguments_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
 
 
 def _typed(tool_: Tool, arguments: dict[str, Any]) -> dict[str, Any] | str:
-    """`arguments` as the tool's type hints take them (`@tool`'s schema: its JSON type, a `Literal`'s
-    choices, a list's items), or what keeps one from fitting: a model's arguments are not held to the
-    schema it was sent (`"5"` for an int, `"delete"` for a `Literal["read", "write"]`), and the tool
-    would get them. JSON has one number type, so a whole `3.0` for an `int` arrives as `3` and a `2` for
-    a `float` as `2.0`. The arguments themselves when all fit as they are (the usual call: no copy)."""
+    """`arguments` (a call's, or the keyword arguments made of them, `ctx` among them) as the tool's
+    type hints take them (`@tool`'s schema: its JSON type, a `Literal`'s choices, a list's items), or
+    what keeps one from fitting: a model's arguments are not held to the schema it was sent (`"5"` for
+    an int, `"delete"` for a `Literal["read", "write"]`), and the tool would get them. JSON has one
+    number type, so a whole `3.0` for an `int` arrives as `3` and a `2` for a `float` as `2.0`. The
+    arguments themselves when all fit as they are (the usual call: no copy)."""
     properties, plain = tool_.parameters["properties"], tool_.plain_types
     fitted = arguments
     for name, nullable in tool_.typed:
@@ -481,8 +482,9 @@ async def execute(
     does not start. A tool raising `KeyboardInterrupt` cancels the call: it is
     re-raised as `asyncio.CancelledError`, which the loop turns into `cancelled`.
     """
-    kwargs = _call_arguments(tool_, arguments, ctx)
-    if isinstance(kwargs, str):
+    given = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
+    kwargs = tool_.shape.problem(given) or (_typed(tool_, given) if tool_.typed else given)
+    if isinstance(kwargs, str):  # what is wrong with the arguments
         return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {kwargs}", True, "bad_arguments")
     seconds, cut_by_limit = _deadline(tool_.timeout, limit)
     if cut_by_limit and not seconds:
@@ -507,19 +509,6 @@ async def execute(
         return ToolOutcome(f"Error: tool {tool_.name!r} timed out after {seconds:g} s.", True, "timeout")
     except BaseException as exc:  # a tool's failure, even SystemExit, is data for the model
         return _failed(exc)
-
-
-def _call_arguments(tool_: Tool, arguments: dict[str, Any], ctx: RunContext) -> dict[str, Any] | str:
-    """The keyword arguments to call `tool_` with (`ctx` too when it takes it; each value as its type
-    hint takes it: `_typed`), or what is wrong with `arguments`."""
-    kwargs = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
-    if problem := tool_.shape.problem(kwargs):
-        return problem
-    if not tool_.typed or (fitted := _typed(tool_, arguments)) is arguments:
-        return kwargs  # the usual call: every value as its hint takes it
-    if isinstance(fitted, str) or not tool_.wants_ctx:
-        return fitted
-    return {**fitted, "ctx": ctx}
 
 
 def _failed(exc: BaseException) -> ToolOutcome:
