@@ -21,7 +21,7 @@ from agent._codec import unkept
 from agent._frozen import fast_init
 from agent._state import RunState
 from agent.checks import TurnVerdict
-from agent.clock import CancelSignal, pause
+from agent.clock import CancelSignal, pause, unanswered
 from agent.errors import HandedOver, ModelError, SnapshotError, TakenOver, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
@@ -194,8 +194,8 @@ async def drive(
     while True:
         if limit := run.budget.exceeded(run.tick()):  # 1. the budget first
             decision = Stop(StopReason.LIMIT, limit=limit)
-        elif cancel is not None and cancel.is_set():
-            decision = Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
+        elif cancel is not None and (asked := cancel.is_set()) is not False:
+            decision = cancelled(asked)
         elif cancel is not None and hands_over(cancel):  # between turns only: the call in flight is recorded
             await durable(run)
             raise HandedOver(f"run {run.ctx.run_id} was handed over at a turn boundary to go on elsewhere")
@@ -205,6 +205,14 @@ async def drive(
         if not isinstance(decision, Continue):
             await durable(run)
             return conclude(agent, run, decision)
+
+
+def cancelled(asked: object) -> Stop:
+    """The stop for a cancel signal's `is_set()` answer that was not False: `cancelled` for True, and
+    for anything else (a Mock, "no") an error saying what a cancel signal is, rather than a guess."""
+    if asked is True:
+        return Stop(StopReason.CANCELLED, note="The caller cancelled the run.")
+    return Stop(StopReason.ERROR, note=unanswered(asked), error_type="ConfigError")
 
 
 def hands_over(cancel: CancelSignal) -> bool:

@@ -13,7 +13,7 @@ from agent.clock import SYSTEM_CLOCK, Clock, StoppedClock, clock_problem
 from agent.context import CallRecord, RunContext
 from agent.errors import ConfigError
 from agent.history import HistoryPolicy
-from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk
+from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk, add_entry, read_only
 from agent.progress import ProgressDetector, replay
 from agent.result import LimitKind, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
@@ -54,7 +54,7 @@ class RunState:
 
     def record(self, entry: Entry) -> None:
         """Append one entry to the journal, and keep what the model is sent in step with it."""
-        self.ctx.journal.entries.append(entry)  # (`Journal.append`, without its call: once an entry)
+        add_entry(self.ctx.journal.entries, entry)  # (`Journal.append`, without its check: once an entry)
         kind = type(entry)  # exact types, as the codec reads them (`_codec._TYPE_OF`)
         if kind is Result:  # a result may be sent capped
             self.sent.extend(self.history.shown(entry))
@@ -111,7 +111,7 @@ class RunState:
 
     def snapshot(self, kind: SnapshotKind) -> Snapshot:
         """The whole run as it stands: its journal, usage and state."""
-        return self._head(kind, list(self.ctx.journal.entries), self.saveable_state())
+        return self._head(kind, read_only(self.ctx.journal.entries), self.saveable_state())
 
     def _head(self, kind: SnapshotKind, journal: list[Entry], state: dict[str, Any]) -> Snapshot:
         ctx = self.ctx

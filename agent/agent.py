@@ -160,7 +160,8 @@ class Agent:
         """Carry `task` through the loop until it ends or suspends.
 
         `cancel` is any object with `is_set()` (an `asyncio.Event` or a
-        `threading.Event`); it is checked before every turn.
+        `threading.Event`); it is checked before every turn. `True` cancels the
+        run; an answer that is neither True nor False ends it as `error`.
         """
         if not is_text(task):
             raise ConfigError("task must be a non-empty string")

@@ -99,6 +99,12 @@ _MOST = {"turns": MAX_COUNT, "tokens": MAX_COUNT, "seconds": MAX_SECONDS}
 _CEILING_KINDS = tuple(str(k) for k in (LimitKind.TURNS, LimitKind.SECONDS, LimitKind.TOKENS, LimitKind.COST))
 
 
+# A cost within a billionth of its ceiling has reached it: a cost is a float sum of call prices, which
+# drifts below the exact sum (ten calls of $0.01 add to 0.09999999999999999), and a $0.10 ceiling let an
+# eleventh call through. A billionth is far above that drift and far below any amount of money.
+_REACHED = 1 - 1e-9
+
+
 @dataclass(frozen=True)
 class Budget:
     """Ceilings a run may not pass; `None` means no ceiling of that kind.
@@ -138,7 +144,7 @@ class Budget:
             return LimitKind.SECONDS
         if self.max_tokens is not None and usage.tokens >= self.max_tokens:
             return LimitKind.TOKENS
-        if self.max_cost_usd is not None and usage.cost_usd >= self.max_cost_usd:
+        if self.max_cost_usd is not None and usage.cost_usd >= self.max_cost_usd * _REACHED:
             return LimitKind.COST
         return None
 

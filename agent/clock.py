@@ -78,9 +78,19 @@ async def pause(clock: Clock, seconds: float) -> None:
 
 @runtime_checkable
 class CancelSignal(Protocol):
-    """Anything with `is_set()`: an `asyncio.Event`, a `threading.Event`, or your own."""
+    """Anything with `is_set()` that returns True or False: an `asyncio.Event`, a `threading.Event`,
+    or your own. Any other answer (a Mock, "no", 1) is no answer: a run told it ends `error`."""
 
     def is_set(self) -> bool: ...
+
+
+def unanswered(asked: object) -> str:
+    """What is wrong with a cancel signal whose `is_set()` returned `asked`, neither True nor False."""
+    return (
+        f"The cancel signal's is_set() returned {type(asked).__name__}, not True or False: a cancel "
+        "signal (agent.CancelSignal) is an object whose is_set() returns a bool, such as an asyncio.Event "
+        "or a threading.Event"
+    )
 
 
 def check_cancel(given: object, what: str = "cancel") -> CancelSignal | None:

@@ -32,6 +32,7 @@ class ModelCharge:
 
 
 _FIXED = frozenset({"run_id", "agent", "task", "task_type"})  # who the run is: set once, when made
+_KEPT = "journal"  # the run's history: one for the run, appended to, never replaced
 
 
 @dataclass
@@ -40,7 +41,8 @@ class RunContext:
 
     `state` is the agent's own JSON-ready scratch space; it is saved in
     snapshots, so a resumed run sees what the suspended one left there.
-    `journal` is the run's history; `calls` the tool calls that ran.
+    `journal` is the run's history (read it; add to it only with
+    `journal.append`); `calls` the tool calls that ran.
     While a tool runs, `idempotency_key` names its call, stable across
     retries, recovery and resumes: a tool with side effects can use it to
     do them at most once. The run's identity (`run_id`, `agent`, `task`,
@@ -59,6 +61,11 @@ class RunContext:
     charges: list[ModelCharge] = field(default_factory=list)  # drained by the loop after verifiers run
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name == _KEPT and name in self.__dict__:
+            raise AttributeError(
+                "RunContext.journal is the run's own history and cannot be replaced: add an entry with "
+                "ctx.journal.append(entry)"
+            )
         if name in _FIXED and name in self.__dict__:
             raise AttributeError(
                 f"RunContext.{name} is fixed for the run; keep what a tool needs to change in ctx.state"

@@ -11,9 +11,9 @@ after it, so "a turn in flight" needs no extra state.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from agent._frozen import fast_init
 from agent.content import Block
@@ -279,11 +279,57 @@ class Stopped:
 Entry = Task | Reply | Note | Result | Started | Suspended | Answered | Extended | Shrunk | Stopped
 
 
-@dataclass
-class Journal:
-    """The entries of one run, appended in order, never changed."""
+_READ_ONLY = (
+    "a run's journal is append-only: add an entry with journal.append(entry); its entries cannot be "
+    "changed, removed or reordered (the run's snapshots and resumes are built from them)"
+)
 
-    entries: list[Entry] = field(default_factory=list)
+
+class _Entries(list[Entry]):
+    """A journal's entries: read like a list, at a list's speed (the loop reads them every turn), and
+    changed only through `Journal.append`, which adds to it with `list.append` itself."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(_READ_ONLY)
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[list[Entry]], tuple[list[Entry]]]:
+        return list, (list(self),)  # a copy (or pickle) is a plain list, the caller's own
+
+
+def read_only(entries: Iterable[Entry]) -> list[Entry]:
+    """A copy of `entries` that refuses changes, as a journal's do: the journal of a snapshot the loop
+    hands out (a hook's `run_ended` and the caller read the same one, and a store saves it)."""
+    return _Entries(entries)
+
+
+add_entry: Callable[[Sequence[Entry], Entry], None] = list.append  # type: ignore[assignment]
+"""Append to a journal's entries without `Journal.append`'s check: the loop's own records, whose types
+it knows (`RunState.record`); at `list.append`'s cost, on a turn's path."""
+
+
+class Journal:
+    """The entries of one run, appended in order, never changed: `entries` reads them (a tool, a
+    verifier or a hook that tries to change or replace them gets an error), `append` adds one."""
+
+    __slots__ = ("entries",)
+    entries: Sequence[Entry]  # a list that refuses changes (`_Entries`), read at a slot's cost
+
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        object.__setattr__(self, "entries", _Entries(entries))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(_READ_ONLY)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(_READ_ONLY)
+
+    def __reduce__(self) -> tuple[type[Journal], tuple[list[Entry]]]:
+        return Journal, (list(self.entries),)
 
     def append(self, entry: Entry) -> None:
         """Add an entry (the loop's own records skip this check: see `RunState.record`)."""
@@ -292,7 +338,15 @@ class Journal:
                 f"a journal entry is one of agent.journal's entry types (Note, Result, ...), not "
                 f"{type(entry).__name__}: a run's journal keeps only what it can save and resume"
             )
-        self.entries.append(entry)
+        add_entry(self.entries, entry)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Journal) and list(self.entries) == list(other.entries)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Journal({list(self.entries)!r})"
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries)

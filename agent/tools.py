@@ -8,6 +8,7 @@ import contextvars
 import functools
 import inspect
 import json
+import operator
 import os
 import queue
 import re
@@ -373,23 +374,39 @@ def arguments_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
     """What is wrong with calling `tool_` with `arguments` (a name missing or unknown), or None: the
     check `execute` makes before a call, for a call a person is to approve first."""
     kwargs = {**arguments, "ctx": None} if tool_.wants_ctx else arguments
-    return tool_.shape.problem(kwargs) or _typed_problem(tool_, arguments)
+    if problem := tool_.shape.problem(kwargs):
+        return problem
+    fitted = _typed(tool_, arguments)
+    return fitted if isinstance(fitted, str) else None
 
 
-def _typed_problem(tool_: Tool, arguments: dict[str, Any]) -> str | None:
-    """A value the tool's type hints do not take (`@tool`'s schema: its JSON type, a `Literal`'s
-    choices, a list's items), or None: a model's arguments are not held to the schema it was sent
-    (`"5"` for an int, `"delete"` for a `Literal["read", "write"]`), and the tool would get them."""
+def _typed(tool_: Tool, arguments: dict[str, Any]) -> dict[str, Any] | str:
+    """`arguments` (a call's, or the keyword arguments made of them, `ctx` among them) as the tool's
+    type hints take them (`@tool`'s schema: its JSON type, a `Literal`'s choices, a list's items), or
+    what keeps one from fitting: a model's arguments are not held to the schema it was sent (`"5"` for
+    an int, `"delete"` for a `Literal["read", "write"]`), and the tool would get them. JSON has one
+    number type, so a whole `3.0` for an `int` arrives as `3` and a `2` for a `float` as `2.0`. The
+    arguments themselves when all fit as they are (the usual call: no copy)."""
     properties, plain = tool_.parameters["properties"], tool_.plain_types
+    fitted = arguments
     for name, nullable in tool_.typed:
         value = arguments.get(name, _ABSENT)
         if type(value) is plain.get(name) or value is _ABSENT or (nullable and value is None):
             continue  # the usual value: the one type its schema takes as it is
         if not isinstance(schema := properties.get(name), dict):
             continue
-        if (problem := _value_problem(schema, value)) is not None:
-            return f"{name!r} {problem}"
-    return None
+        try:
+            as_hinted = _fit(schema, value)
+        except _Misfit as exc:
+            return f"{name!r} {exc}"
+        if as_hinted is not value:
+            fitted = fitted if fitted is not arguments else dict(arguments)
+            fitted[name] = as_hinted
+    return fitted
+
+
+class _Misfit(Exception):
+    """What keeps a model's value from fitting one of `@tool`'s parameter schemas."""
 
 
 _ABSENT = object()
@@ -408,25 +425,40 @@ def _json_name(value: Any) -> str:
     return "null" if value is None else _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def _value_problem(schema: dict[str, Any], value: Any) -> str | None:
-    """What keeps `value` from fitting one of `@tool`'s parameter schemas, or None."""
+def _fit(schema: dict[str, Any], value: Any) -> Any:
+    """`value` as the parameter whose schema is `schema` takes it (a `Literal`'s own choice, a whole
+    float as an int, an int as a float), or `_Misfit` saying what is wrong."""
     if (choices := schema.get("enum")) is not None:
-        if any(_same(value, c) for c in choices):
-            return None
-        return f"must be one of {', '.join(json.dumps(c) for c in choices)}; got {_shown(value)}"
-    kind = schema.get("type")
+        for choice in choices:
+            if _same(value, choice):
+                return choice
+        raise _Misfit(f"must be one of {', '.join(json.dumps(c) for c in choices)}; got {_shown(value)}")
+    kind, got = schema.get("type"), _json_name(value)
     if not isinstance(kind, str):  # a schema `@tool` did not write (a Tool replaced by hand): no check
-        return None
-    fits = _json_name(value) == kind or (kind == "number" and _json_name(value) == "integer")
-    if kind == "integer" and isinstance(value, float) and value.is_integer():  # JSON's 1.0 is an integer
-        fits = True
-    if not fits:
-        return f"must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}; got {_shown(value)}"
-    if kind == "array" and "items" in schema:
-        for i, item in enumerate(value):
-            if (problem := _value_problem(schema["items"], item)) is not None:
-                return f"item {i} {problem}"
-    return None
+        return value
+    if got == kind:
+        return _fit_items(schema["items"], value) if kind == "array" and "items" in schema else value
+    if kind == "integer" and got == "number" and value.is_integer():  # JSON's 3.0 is the integer 3
+        return int(value)
+    if kind == "number" and got == "integer":
+        try:
+            return float(value)
+        except OverflowError:
+            raise _Misfit(
+                f"must be a number a float holds; got an integer of {value.bit_length()} bits"
+            ) from None
+    raise _Misfit(f"must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}; got {_shown(value)}")
+
+
+def _fit_items(schema: dict[str, Any], items: list[Any]) -> list[Any]:
+    """A list's items as `schema` takes each (the list itself when all fit as they are)."""
+    fitted = []
+    for i, item in enumerate(items):
+        try:
+            fitted.append(_fit(schema, item))
+        except _Misfit as exc:
+            raise _Misfit(f"item {i} {exc}") from None
+    return items if all(map(operator.is_, fitted, items)) else fitted
 
 
 def _same(value: Any, choice: Any) -> bool:
@@ -453,9 +485,10 @@ async def execute(
     does not start. A tool raising `KeyboardInterrupt` cancels the call: it is
     re-raised as `asyncio.CancelledError`, which the loop turns into `cancelled`.
     """
-    kwargs = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
-    if problem := tool_.shape.problem(kwargs) or (tool_.typed and _typed_problem(tool_, arguments)):
-        return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {problem}", True, "bad_arguments")
+    given = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
+    kwargs = tool_.shape.problem(given) or (_typed(tool_, given) if tool_.typed else given)
+    if isinstance(kwargs, str):  # what is wrong with the arguments
+        return ToolOutcome(f"Error: bad arguments for {tool_.name!r}: {kwargs}", True, "bad_arguments")
     seconds, cut_by_limit = _deadline(tool_.timeout, limit)
     if cut_by_limit and not seconds:
         return _budget_cut(tool_, started=False)

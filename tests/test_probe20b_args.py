@@ -57,7 +57,8 @@ def test_a_value_the_hints_do_not_take_is_a_bad_argument_and_the_tool_does_not_r
 
 def test_values_the_hints_take_run_as_before() -> None:
     assert call_with(set_mode, mode="write", count=3.0, ratio=1) == ("ok", None)  # JSON's 3.0 is an integer
-    assert ran == [{"mode": "write", "count": 3.0, "ratio": 1}]
+    assert ran == [{"mode": "write", "count": 3, "ratio": 1.0}]  # as the hints' types (loop44)
+    assert type(ran[0]["count"]) is int and type(ran[0]["ratio"]) is float
 
 
 def test_list_items_are_checked_and_null_goes_where_none_is_taken() -> None:

@@ -1485,4 +1485,9 @@ class _Either:
         self._signals = signals
 
     def is_set(self) -> bool:
-        return any(signal.is_set() for signal in self._signals)
+        """False when none is set, else the first other answer (True; or one that is no bool, which
+        the loop refuses rather than `any` reading it as True)."""
+        for signal in self._signals:
+            if (asked := signal.is_set()) is not False:
+                return asked
+        return False

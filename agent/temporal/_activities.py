@@ -29,7 +29,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from agent._codec import encode_entry
 from agent.agent import Agent
-from agent.clock import CancelSignal, check_cancel
+from agent.clock import CancelSignal, check_cancel, unanswered
 from agent.context import CallRecord, RunContext
 from agent.durable.catalog import Catalog
 from agent.errors import ConfigError, ModelError, TransientModelError
@@ -449,10 +449,14 @@ def _cancel_signal(catalog: Catalog, agent: str, state: dict[str, Any], run_id: 
 
 def _is_set(signal: CancelSignal | None, run_id: str) -> bool:
     try:
-        return signal is not None and bool(signal.is_set())
+        asked = signal is not None and signal.is_set()
     except Exception:
         log.warning("run %s: its cancel signal failed; the run goes on", run_id, exc_info=True)
         return False
+    if asked is not True and asked is not False:  # a Mock, "no": a failing signal, not a cancel
+        log.warning("run %s: %s; the run goes on", run_id, unanswered(asked))
+        return False
+    return asked
 
 
 class _CutOff(Exception):

@@ -836,9 +836,10 @@ class PromptCaps:
     try again for about 14 s, so a reply the cap refused was told so only then. A refusal by the cap is
     raised at once; any other failure of the call sends the update again on `client`, with its retries
     (the same update id: Temporal takes it once). The connection is made at the first update (lazy), one
-    for the client's life, from the client's connection config (as its plugins' hooks left it) through
-    those hooks again, as `Client.connect` makes it (public API only): headers, TLS, interceptors or metrics
-    a plugin adds when it connects are the same on both; a hook that fails sends the reply on `client`.
+    for the client's life (updates sent while it is made wait for it), from the client's connection config
+    (as its plugins' hooks left it) through those hooks again, as `Client.connect` makes it (public API
+    only): headers, TLS, interceptors or metrics a plugin adds when it connects are the same on both; a
+    hook that fails sends the reply on `client`.
     No call-level option turns the SDK's retries off (`rpc_timeout` bounds an attempt, and the update waits
     for its result on it), hence the second connection."""
 
@@ -846,6 +847,7 @@ class PromptCaps:
         self.client = client
         self._once: Client | None = None
         self._given: tuple[str | None, Any] = (None, None)  # the client's API key and headers `_once` has
+        self._making: asyncio.Future[None] | None = None  # `_once` being made, for every caller meanwhile
 
     async def execute(self, handle: WorkflowHandle[Any, Any], update: str, args: list[Any]) -> Any:
         """`handle.execute_update(update, args=args)`, the cap's refusal raised at once (`RPCError`)."""
@@ -865,13 +867,8 @@ class PromptCaps:
         """The connection without retries (made once); an API key or headers set anew on `client` since
         are set on it too (those the plugins' hooks gave it otherwise kept)."""
         if self._once is None:
-            options = self.client.config()  # as given: its plugins configure the new client once
-            options["service_client"] = await _connected_once(
-                self.client.service_client.config, options["plugins"]
-            )
-            if self._once is None:  # another caller's, made while the plugins' hooks ran: that one kept
-                self._once = Client(**options)
-                self._given = (self.client.api_key, self.client.rpc_metadata)
+            await asyncio.shield(self._being_made())
+        assert self._once is not None
         api_key, headers = self._given
         if self.client.api_key != api_key:
             self._once.api_key = api_key = self.client.api_key
@@ -879,6 +876,22 @@ class PromptCaps:
             self._once.rpc_metadata = headers = self.client.rpc_metadata
         self._given = (api_key, headers)
         return self._once
+
+    def _being_made(self) -> asyncio.Future[None]:
+        """The making of the connection, one for every caller that asks while it is made (the plugins'
+        hooks run once, one connection made): begun anew after one failed, or on another event loop."""
+        making = self._making
+        if making is None or making.done() or making.get_loop() is not asyncio.get_running_loop():
+            making = self._making = asyncio.ensure_future(self._make())  # done: it failed (else `_once`)
+        return making
+
+    async def _make(self) -> None:
+        options = self.client.config()  # as given: its plugins configure the new client once
+        options["service_client"] = await _connected_once(
+            self.client.service_client.config, options["plugins"]
+        )
+        self._once = Client(**options)
+        self._given = (self.client.api_key, self.client.rpc_metadata)
 
 
 async def _connected_once(config: ServiceConfig, plugins: Sequence[ClientPlugin]) -> ServiceClient:
