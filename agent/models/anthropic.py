@@ -496,13 +496,12 @@ class AnthropicModel:
             raise
         except anthropic.AnthropicError as exc:
             stream.record_cut()  # an `error` event ended a stream that began: as a break, below
+            if isinstance(exc, anthropic.APIConnectionError) and stream.headers is not None:
+                raise _broke_off(exc.__cause__ or exc) from exc  # SDK >= 2.17 wraps a body's read error
             raise to_model_error(exc) from exc
         except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
             stream.record_cut()  # the API took the input and began the reply: charged
-            kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "connection"
-            raise TransientModelError(
-                f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
-            ) from exc
+            raise _broke_off(exc) from exc
         except _UNREADABLE as exc:
             stream.record_cut()  # the API took the input and began the reply: charged
             raise _malformed(exc) from exc
@@ -1535,7 +1534,7 @@ def _container_gone(exc: ModelError) -> bool:
     cause = exc.__cause__
     if not isinstance(cause, anthropic.APIStatusError) or not 400 <= cause.status_code < 500:
         return False
-    words = str(cause.api_message or cause.message).lower()
+    words = api_words(cause).lower()
     return "container" in words and any(gone in words for gone in _GONE)
 
 
@@ -1611,7 +1610,7 @@ def _bound_elsewhere(exc: ModelError) -> bool:
     return (
         isinstance(cause, anthropic.APIStatusError)
         and cause.status_code == 400
-        and _BOUND_ELSEWHERE in str(cause.api_message or cause.message).lower()
+        and _BOUND_ELSEWHERE in api_words(cause).lower()
     )
 
 
@@ -2021,6 +2020,14 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
 
 
+def _broke_off(exc: BaseException) -> TransientModelError:
+    """A stream that began and then failed (its connection broke or stalled): worth a retry."""
+    timed_out = isinstance(exc, httpx2.TimeoutException | anthropic.APITimeoutError)
+    return TransientModelError(
+        f"Anthropic API: the stream broke off: {exc!r}", error_type="timeout" if timed_out else "connection"
+    )
+
+
 def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
     """The error in `exc`'s chain of causes that the SDK's retry policy reads, as client middleware
     may raise it wrapped: a `RetryableError`, an API status or connection error."""
@@ -2038,7 +2045,7 @@ def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     status, code, kind = exc.status_code, exc.error_code, _error_kind(exc)
-    detail = _clipped(str(exc.api_message or exc.message))
+    detail = _clipped(api_words(exc))
     text = _status_text(exc, kind, detail)
     if code in _SPEND_LIMITS:  # a 429 that no retry lifts
         return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
@@ -2055,6 +2062,19 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
     return ModelError(text + _how_to_fix(status), error_type=error_type)
+
+
+def api_words(exc: anthropic.APIStatusError) -> str:
+    """What the API said: its error's message, else the body as sent (a proxy's page, JSON without a
+    message), else that there was none. Not the SDK's `message`, whose form changes between releases
+    (2.17 adds the status, the request id and the path)."""
+    if isinstance(exc.api_message, str) and exc.api_message.strip():
+        return exc.api_message
+    body = exc.body
+    if isinstance(body, str | bytes):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        return text.strip() or "the API sent no body"
+    return "the API sent no body" if body is None else json.dumps(body, ensure_ascii=False, default=str)
 
 
 def _error_kind(exc: anthropic.APIStatusError) -> str:
