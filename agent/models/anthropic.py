@@ -487,7 +487,9 @@ class AnthropicModel:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
-            reply = to_reply(message, stream.first_token, stream.headers, streamed, stream.late, unfinished)
+            reply = to_reply(
+                message, stream.first_token, events.response.headers, streamed, stream.late, unfinished
+            )
             reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
@@ -1095,7 +1097,7 @@ class _StreamWatch:
         self.first_token: float | None = None
         self.working = False  # a server tool's step: from its call's end to the next block not its result
         self._block = ""  # the type of the block streaming now
-        self.headers: Mapping[str, str] = {}
+        self.headers: Mapping[str, str] | None = None  # the response's, once it began
         self.snapshot: types.Message | None = None
         self.streamed_chars = 0
         self.stopped = False
