@@ -70,3 +70,14 @@ def test_doctor_quotes_what_the_api_said_not_the_sdks_summary() -> None:
 
     finding = asyncio.run(_guarded("models API", probe))  # type: ignore[arg-type]
     assert (finding.status, finding.detail) == ("fail", "HTTP 502: <html>bad gateway</html>")
+
+
+def test_an_organization_with_url_fetching_turned_off_is_told_how_to_send_its_media() -> None:
+    # anthropic 2.17's OrganizationURLFetchDisabledError: a 400 no retry fixes, for every later call too.
+    said = "URL sources, web_fetch and mcp_servers are disabled for this organization"
+    details = {"error_code": "organization_url_fetch_disabled"}
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": said, "details": details}}
+    exc = failure(Response(400, body))
+    assert not isinstance(exc, TransientModelError) and exc.error_type == "bad_request"
+    assert "HTTP 400 invalid_request_error (organization_url_fetch_disabled): " + said in str(exc)
+    assert "send images and documents as base64 or Files API ids" in str(exc), str(exc)

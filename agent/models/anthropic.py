@@ -192,6 +192,14 @@ _FIXES: dict[int, str] = {
     404: "check the model id (a retired model is not found) and the base URL",
     413: "the request is over the API's size limit: send smaller tool results, images or documents",
 }
+# A refusal whose cause (`details.error_code`) says more than its status (SDK 2.17's new error types).
+_CODE_FIXES: dict[str, str] = {
+    "organization_url_fetch_disabled": (
+        "Anthropic has turned off URL image and document sources, the web_fetch tool and mcp_servers "
+        "for this organization: send images and documents as base64 or Files API ids, and take "
+        "web_fetch and mcp_servers out of the agent's server tools and extra_body"
+    ),
+}
 
 # An `event: error` inside a 200 stream names its kind in the body, not the status: the status each
 # kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry. The
@@ -2063,7 +2071,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     error_type = error_type or ("server_error" if status >= 500 else "api_error")
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
-    return ModelError(text + _how_to_fix(status), error_type=error_type)
+    return ModelError(text + _how_to_fix(status, code), error_type=error_type)
 
 
 def api_words(exc: anthropic.APIStatusError) -> str:
@@ -2105,9 +2113,9 @@ def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
     return status in _TRANSIENT or status >= 500
 
 
-def _how_to_fix(status: int) -> str:
-    """What to do about a refusal a retry will not fix."""
-    fix = _FIXES.get(status)
+def _how_to_fix(status: int, code: str | None = None) -> str:
+    """What to do about a refusal a retry will not fix: for its cause, else for its status."""
+    fix = (_CODE_FIXES.get(code) if isinstance(code, str) else None) or _FIXES.get(status)
     return f": {fix}" if fix else ""
 
 
