@@ -123,14 +123,16 @@ async def _guarded(check: str, probe: Callable[[], Awaitable[Finding]]) -> Findi
     """Run a probe; offline or refused becomes `unchecked` or `fail` with the reason."""
     import anthropic
 
+    from agent.models.anthropic import api_words
+
     try:
         return await probe()
     except anthropic.APIConnectionError as exc:
         return Finding("unchecked", check, f"cannot reach the API ({exc.request.url.host}): offline? {exc}")
     except anthropic.AuthenticationError as exc:
-        return Finding("fail", check, f"the API refused the key: {exc.api_message or exc.message}")
+        return Finding("fail", check, f"the API refused the key: {api_words(exc)}")
     except anthropic.APIStatusError as exc:
-        return Finding("fail", check, f"HTTP {exc.status_code}: {exc.api_message or exc.message}")
+        return Finding("fail", check, f"HTTP {exc.status_code}: {api_words(exc)}")
     except ModelError as exc:
         status: Status = "unchecked" if exc.error_type in ("connection", "timeout") else "fail"
         return Finding(status, check, str(exc))

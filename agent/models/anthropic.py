@@ -192,6 +192,14 @@ _FIXES: dict[int, str] = {
     404: "check the model id (a retired model is not found) and the base URL",
     413: "the request is over the API's size limit: send smaller tool results, images or documents",
 }
+# A refusal whose cause (`details.error_code`) says more than its status (SDK 2.17's new error types).
+_CODE_FIXES: dict[str, str] = {
+    "organization_url_fetch_disabled": (
+        "Anthropic has turned off URL image and document sources, the web_fetch tool and mcp_servers "
+        "for this organization: send images and documents as base64 or Files API ids, and take "
+        "web_fetch and mcp_servers out of the agent's server tools and extra_body"
+    ),
+}
 
 # An `event: error` inside a 200 stream names its kind in the body, not the status: the status each
 # kind stands for when a retry will not fix it, and the error_type of the kinds worth a retry. The
@@ -487,7 +495,9 @@ class AnthropicModel:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
-            reply = to_reply(message, stream.first_token, stream.headers, streamed, stream.late, unfinished)
+            reply = to_reply(
+                message, stream.first_token, events.response.headers, streamed, stream.late, unfinished
+            )
             reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
@@ -496,13 +506,12 @@ class AnthropicModel:
             raise
         except anthropic.AnthropicError as exc:
             stream.record_cut()  # an `error` event ended a stream that began: as a break, below
+            if isinstance(exc, anthropic.APIConnectionError) and stream.headers is not None:
+                raise _broke_off(exc.__cause__ or exc) from exc  # SDK >= 2.17 wraps a body's read error
             raise to_model_error(exc) from exc
         except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
             stream.record_cut()  # the API took the input and began the reply: charged
-            kind = "timeout" if isinstance(exc, httpx2.TimeoutException) else "connection"
-            raise TransientModelError(
-                f"Anthropic API: the stream broke off: {exc!r}", error_type=kind
-            ) from exc
+            raise _broke_off(exc) from exc
         except _UNREADABLE as exc:
             stream.record_cut()  # the API took the input and began the reply: charged
             raise _malformed(exc) from exc
@@ -1096,7 +1105,7 @@ class _StreamWatch:
         self.first_token: float | None = None
         self.working = False  # a server tool's step: from its call's end to the next block not its result
         self._block = ""  # the type of the block streaming now
-        self.headers: Mapping[str, str] = {}
+        self.headers: Mapping[str, str] | None = None  # the response's, once it began
         self.snapshot: types.Message | None = None
         self.streamed_chars = 0
         self.stopped = False
@@ -1535,7 +1544,7 @@ def _container_gone(exc: ModelError) -> bool:
     cause = exc.__cause__
     if not isinstance(cause, anthropic.APIStatusError) or not 400 <= cause.status_code < 500:
         return False
-    words = str(cause.api_message or cause.message).lower()
+    words = api_words(cause).lower()
     return "container" in words and any(gone in words for gone in _GONE)
 
 
@@ -1611,7 +1620,7 @@ def _bound_elsewhere(exc: ModelError) -> bool:
     return (
         isinstance(cause, anthropic.APIStatusError)
         and cause.status_code == 400
-        and _BOUND_ELSEWHERE in str(cause.api_message or cause.message).lower()
+        and _BOUND_ELSEWHERE in api_words(cause).lower()
     )
 
 
@@ -2021,6 +2030,14 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
 
 
+def _broke_off(exc: BaseException) -> TransientModelError:
+    """A stream that began and then failed (its connection broke or stalled): worth a retry."""
+    timed_out = isinstance(exc, httpx2.TimeoutException | anthropic.APITimeoutError)
+    return TransientModelError(
+        f"Anthropic API: the stream broke off: {exc!r}", error_type="timeout" if timed_out else "connection"
+    )
+
+
 def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
     """The error in `exc`'s chain of causes that the SDK's retry policy reads, as client middleware
     may raise it wrapped: a `RetryableError`, an API status or connection error."""
@@ -2038,7 +2055,7 @@ def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     status, code, kind = exc.status_code, exc.error_code, _error_kind(exc)
-    detail = _clipped(str(exc.api_message or exc.message))
+    detail = _clipped(api_words(exc))
     text = _status_text(exc, kind, detail)
     if code in _SPEND_LIMITS:  # a 429 that no retry lifts
         return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
@@ -2054,7 +2071,20 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     error_type = error_type or ("server_error" if status >= 500 else "api_error")
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
-    return ModelError(text + _how_to_fix(status), error_type=error_type)
+    return ModelError(text + _how_to_fix(status, code), error_type=error_type)
+
+
+def api_words(exc: anthropic.APIStatusError) -> str:
+    """What the API said: its error's message, else the body as sent (a proxy's page, JSON without a
+    message), else that there was none. Not the SDK's `message`, whose form changes between releases
+    (2.17 adds the status, the request id and the path)."""
+    if isinstance(exc.api_message, str) and exc.api_message.strip():
+        return exc.api_message
+    body = exc.body
+    if isinstance(body, str | bytes):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        return text.strip() or "the API sent no body"
+    return "the API sent no body" if body is None else json.dumps(body, ensure_ascii=False, default=str)
 
 
 def _error_kind(exc: anthropic.APIStatusError) -> str:
@@ -2083,9 +2113,9 @@ def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
     return status in _TRANSIENT or status >= 500
 
 
-def _how_to_fix(status: int) -> str:
-    """What to do about a refusal a retry will not fix."""
-    fix = _FIXES.get(status)
+def _how_to_fix(status: int, code: str | None = None) -> str:
+    """What to do about a refusal a retry will not fix: for its cause, else for its status."""
+    fix = (_CODE_FIXES.get(code) if isinstance(code, str) else None) or _FIXES.get(status)
     return f": {fix}" if fix else ""
 
 
