@@ -33,7 +33,8 @@ Errors are `{"error": "..."}` with 400 (malformed, or a field the endpoint does
 not take), 401 (no valid token), 404 (unknown run or path), 405 (a method the
 path does not take), 408 (the body did not arrive in time), 409 (not waiting,
 or claimed by another worker), 413 (body too large), 421 (a host not served
-here), 422 (an answer that does not fit the question). None of them changes
+here), 422 (an answer that does not fit the question), 429 (too many wrong tokens from
+this client address: `agent.service.throttle`, with Retry-After). None of them changes
 the store.
 
 Every response says `X-Content-Type-Options: nosniff` and, unless it sets its own,
@@ -397,11 +398,21 @@ class Api:
 
     def _authorize(self, request: Request) -> None:
         """A valid token in the one Authorization header (two are refused: which one counted depended
-        on their order, so a request with a wrong token beside the right one was taken)."""
+        on their order, so a request with a wrong token beside the right one was taken); from an
+        address past its failed attempts, a 429 with Retry-After before any token is looked at."""
         if (n := len(request.headers.getlist("authorization"))) > 1:
             raise Problem(400, f"send one Authorization header, not {n}: Authorization: Bearer <token>")
+        if wait := self.service.throttled(request):
+            raise Problem(
+                429,
+                f"too many wrong tokens came from your address; tokens from it are not checked for "
+                f"{wait} s (nothing was read or changed). Send the right token after Retry-After",
+                headers={"Retry-After": str(wait)},
+            )
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not self.service.token.accepts(offered.strip()):
+            if offered.strip():  # a token offered and wrong: a guess (none at all is not one)
+                self.service.wrong_token(request)
             challenge = 'Bearer realm="endstate"' + (', error="invalid_token"' if offered.strip() else "")
             raise Problem(
                 401,

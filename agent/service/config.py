@@ -16,12 +16,14 @@ from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 
 from agent.durable.review import UPKEEP_EVERY, Upkeep
 from agent.durable.runner import Runner
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
 from agent.service.http import BODY_TIMEOUT, PAGE_SIZE, Problem
+from agent.service.throttle import Throttle, address_of
 
 log = logging.getLogger("endstate.service")
 
@@ -64,6 +66,7 @@ class Service:
     ready_timeout: float = READY_TIMEOUT  # seconds /readyz waits for the store (--ready-timeout)
     ready: bool = False
     signed_out: dict[str, float] = field(default_factory=dict)  # inbox sessions ended here: id -> when
+    throttle: Throttle = field(default_factory=Throttle)  # failed token attempts per client address
     starting: int = 0  # starts admitted and not yet spawned (see `Api.start`)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
@@ -174,6 +177,14 @@ class Service:
                 await self.runner.audit_due()
             except Exception as exc:  # one that escaped would end this loop, unseen, for good
                 _failed("making the due success audits", exc)
+
+    def throttled(self, request: Request) -> int:
+        """Seconds the request's client must wait before offering a token again (0: it may now)."""
+        return self.throttle.retry_after(address_of(request))
+
+    def wrong_token(self, request: Request) -> None:
+        """Count a wrong token the request's client offered (see `Throttle`)."""
+        self.throttle.failed(address_of(request))
 
     def room(self) -> int | None:
         """How many more runs `max_running` lets this service hold; None: no cap."""

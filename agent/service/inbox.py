@@ -161,8 +161,12 @@ class Inbox:
 
     async def login(self, request: Request) -> Response:
         same_origin(request)
+        if wait := self.service.throttled(request):
+            return await self._paused(request, wait)
         form = await form_of(request)
         if not self.service.token.accepts(form.get("token")):
+            if form.get("token"):
+                self.service.wrong_token(request)
             return await self.render(request, error="That token is not valid.", status=401)
         signed = urlencode(notice_params(self.service.token, "Signed in."))
         response = RedirectResponse(f"/inbox?{signed}", status_code=303)
@@ -174,6 +178,16 @@ class Inbox:
             samesite="strict",
             secure=over_tls(request),
         )
+        return response
+
+    async def _paused(self, request: Request, wait: int) -> Response:
+        """The page saying sign-in from this address is paused (429), the token not checked."""
+        error = (
+            f"Too many wrong tokens were tried from your address: sign-in from it is paused for {wait} s "
+            "(the token you sent was not checked). Try again then."
+        )
+        response = await self.render(request, error=error, status=429)
+        response.headers["Retry-After"] = str(wait)
         return response
 
     async def logout(self, request: Request) -> Response:

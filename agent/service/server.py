@@ -21,6 +21,7 @@ from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
 from agent.service.auth import Token, load_token
 from agent.service.config import READY_TIMEOUT, Service
+from agent.service.throttle import FAILED_LIMIT, FAILED_WINDOW, Throttle
 
 if TYPE_CHECKING:
     import uvicorn
@@ -142,6 +143,21 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         help="runs this service drives at once; past it a start is a 503 with Retry-After (answers, "
         f"recovery and the demo workload are not refused) (default: ${ENV_MAX_RUNNING}, else 500)",
     )
+    p.add_argument(
+        "--token-failures",
+        type=positive_int,
+        default=str(FAILED_LIMIT),
+        metavar="N",
+        help="wrong tokens (API or inbox sign-in) a client address may send within --token-window; "
+        f"past them its token attempts are a 429 with Retry-After, unchecked (default: {FAILED_LIMIT})",
+    )
+    p.add_argument(
+        "--token-window",
+        type=seconds,
+        default=str(FAILED_WINDOW),
+        metavar="SECONDS",
+        help=f"seconds the wrong tokens of --token-failures are counted over (default: {FAILED_WINDOW:g})",
+    )
     first_scrape_arg(p, "recovers the runs of dead workers")
     p.add_argument(
         "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
@@ -262,6 +278,7 @@ def _service(
         first_scrape_wait=args.first_scrape_wait,
         max_running=args.max_running,
         ready_timeout=args.ready_timeout,
+        throttle=Throttle(args.token_failures, args.token_window),
     )
 
 

@@ -1,0 +1,111 @@
+"""Online guessing of the service token, throttled per client address.
+
+A wrong token offered to the API (`Authorization: Bearer ...`) or to the inbox's sign-in form is a
+failed attempt of its client's address. After `limit` failed attempts within `window` seconds, the
+address's next attempts are refused 429 with Retry-After, without the token being checked at all,
+until its oldest failure in the window is `window` seconds old. Requests that carry no token, right
+tokens from an address that is not throttled, and inbox sessions (their cookie is a signature, not
+a secret to guess) are never slowed.
+
+The address is the one uvicorn gives the request: the peer's, or the `X-Forwarded-For` of a proxy it
+trusts (`$FORWARDED_ALLOW_IPS`, loopback by default); no one else's header is believed. An IPv6
+client is counted by its /64 network, which one host usually holds whole. The table of addresses
+holds at most `max_clients`: past it, the one that failed longest ago is forgotten (memory stays
+bounded under a spread of addresses).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import math
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+
+from starlette.requests import Request
+
+log = logging.getLogger("endstate.service")
+
+FAILED_LIMIT = 10  # failed token attempts an address may make within `FAILED_WINDOW` seconds
+FAILED_WINDOW = 60.0
+MAX_CLIENTS = 10_000  # addresses the throttle remembers; past it the stalest is forgotten
+SAY_EVERY = 60.0  # seconds between two log lines about throttled attempts
+
+
+class Throttle:
+    """Failed token attempts per client address, in a sliding window, under a cap of addresses."""
+
+    def __init__(
+        self,
+        limit: int = FAILED_LIMIT,
+        window: float = FAILED_WINDOW,
+        max_clients: int = MAX_CLIENTS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit, self.window, self.max_clients, self.clock = limit, window, max_clients, clock
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()  # stalest first
+        self._throttled = 0  # attempts refused since the last log line
+        self._said = -math.inf
+
+    def retry_after(self, address: str | None) -> int:
+        """Whole seconds until `address` may offer a token again; 0: it may now."""
+        failures = self._failures.get(client_key(address))
+        if failures is None or len(failures) < self.limit:
+            return 0
+        wait = failures[0] + self.window - self.clock()
+        if wait <= 0:
+            return 0
+        self._note_throttled()
+        return max(1, math.ceil(wait))
+
+    def failed(self, address: str | None) -> None:
+        """Count a wrong token offered from `address`."""
+        now, key = self.clock(), client_key(address)
+        failures = self._failures.pop(key, None) or deque(maxlen=self.limit)
+        failures.append(now)
+        self._failures[key] = failures  # now the freshest
+        self._forget(now)
+
+    def __len__(self) -> int:
+        return len(self._failures)
+
+    def _forget(self, now: float) -> None:
+        """Drop addresses whose last failure left the window, then the stalest past `max_clients`."""
+        while self._failures:
+            stalest = next(iter(self._failures))
+            if now - self._failures[stalest][-1] < self.window and len(self._failures) <= self.max_clients:
+                break
+            del self._failures[stalest]
+
+    def _note_throttled(self) -> None:
+        """Say in the log, once a minute at most, how many attempts were refused."""
+        self._throttled += 1
+        now = time.monotonic()
+        if now - self._said >= SAY_EVERY:
+            log.warning(
+                "refused %d token attempt(s) from addresses past %d failed attempts in %g s "
+                "(someone may be guessing the service token)",
+                self._throttled,
+                self.limit,
+                self.window,
+            )
+            self._said, self._throttled = now, 0
+
+
+def client_key(address: str | None) -> str:
+    """The key an address is counted under: an IPv4 address or name itself, an IPv6 one's /64."""
+    text = address or "unknown"
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return text
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped  # ::ffff:192.0.2.1 is that IPv4 client
+        return str(mapped) if mapped else str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
+def address_of(request: Request) -> str | None:
+    """The request's client address as uvicorn gives it (a trusted proxy's X-Forwarded-For applied)."""
+    return request.client.host if request.client else None
