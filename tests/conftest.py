@@ -60,6 +60,12 @@ def _interrupted(signum: int, frame: object) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if threading.current_thread() is threading.main_thread():  # each xdist worker's too
         signal.signal(signal.SIGTERM, _interrupted)
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            # A session started in the background by a shell without job control (`cmd &` in a
+            # script, `nohup ... &`) inherits Ctrl-C ignored, and so would every command the tests
+            # start: the tests of how Ctrl-C and SIGTERM stop a command would see it ignored. The
+            # commands get the usual Ctrl-C; so does the session.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
