@@ -156,6 +156,7 @@ def _bad_parameter_names(schema: dict[str, Any]) -> list[Any]:
 
 
 UNKNOWN_TOOL = "unknown_tool"  # error_type of a call to a tool the agent does not have
+TOOL_ERROR = "tool_error"  # error_type of a tool error a framework handed the model, its type not told
 
 
 @fast_init

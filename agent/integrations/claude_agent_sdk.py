@@ -70,7 +70,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import UNKNOWN_TOOL
+from agent.tools import TOOL_ERROR, UNKNOWN_TOOL
 from agent.verify import Verifier
 
 PROVIDER = "anthropic"
@@ -205,7 +205,7 @@ class MessageReader:
 def _failure(name: str, text: str) -> str:
     """How a tool call the CLI answered with an error failed: `unknown_tool` for a tool the CLI does
     not have (its "No such tool available: NAME"), as in Endstate's own runs; else `tool_error`."""
-    return UNKNOWN_TOOL if f"{NO_SUCH_TOOL}{name}" in text else "tool_error"
+    return UNKNOWN_TOOL if f"{NO_SUCH_TOOL}{name}" in text else TOOL_ERROR
 
 
 def run(prompt: str | AsyncIterable[dict[str, Any]], **kwargs: Any) -> RunResult:

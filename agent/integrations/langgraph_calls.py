@@ -35,7 +35,7 @@ from agent.hooks import hook_failed
 from agent.integrations._observe import Recorder, Usage, in_turns
 from agent.models.base import ModelReply
 from agent.prices import PriceTable
-from agent.tools import UNKNOWN_TOOL, said
+from agent.tools import TOOL_ERROR, UNKNOWN_TOOL, said
 
 NO_TOKENS = Usage(cost_usd=None)  # a reply without usage_metadata: tokens unknown, counted as none
 INTERRUPT_KEY = "__interrupt__"
@@ -433,7 +433,7 @@ def tool_failure(message: Any) -> str | None:
         return None
     invalid = INVALID_TOOL_NAME_ERROR_TEMPLATE.split("{available_tools}")[0]
     unknown = invalid.format(requested_tool=getattr(message, "name", None) or "")
-    return UNKNOWN_TOOL if content_text(message.content).startswith(unknown) else "tool_error"
+    return UNKNOWN_TOOL if content_text(message.content).startswith(unknown) else TOOL_ERROR
 
 
 def content_text(content: Any) -> str:

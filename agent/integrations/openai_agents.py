@@ -105,11 +105,10 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import UNKNOWN_TOOL, run_cancelled, said
+from agent.tools import TOOL_ERROR, UNKNOWN_TOOL, run_cancelled, said
 from agent.verify import Verifier
 
 PROVIDER = "openai"
-TOOL_ERROR = "tool_error"  # the tool raised; the SDK gave the model its default error text instead
 TOOL_TIMEOUT = "timeout"  # the tool ran past its `timeout` (outcome `timeout`, as Endstate's own tools)
 _RAISED = "Error running tool "  # how the SDK's UserError names a tool that raised out of the run
 GUARDRAIL_REJECTED = "guardrail_rejected"  # error.type of a call a tool guardrail answered in its place
