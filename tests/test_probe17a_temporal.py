@@ -350,7 +350,12 @@ def test_serve_over_temporal_says_where_its_inbox_is_and_refuses_a_taken_port(
         said = [proc.stdout.readline() for _ in range(3)] if proc.stdout else []
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:  # a hang fails this test alone, not the next one by the process it left running
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=30)
     assert said[1].startswith("endstate serve: reads are open (loopback); hosts served: 127.0.0.1"), (
         said,
         err,

@@ -327,12 +327,18 @@ def inbox_url(host: str, port: int) -> str:
 def run_until_stopped(config: uvicorn.Config) -> None:
     """Serve `config` until SIGTERM or Ctrl-C. uvicorn re-raises the SIGTERM it handled once it has
     shut down (the process would die by it); this handler lets the caller go on to close what it
-    opened and flush telemetry, then exit 0."""
+    opened and flush telemetry, then exit 0. A SIGTERM that comes before uvicorn has put in its
+    handler stops the server too (it was ignored, and the service ran on)."""
     import uvicorn
 
-    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    server = uvicorn.Server(config)
+
+    def stop(*_: object) -> None:  # before uvicorn's own handler is in: it would have been lost
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        uvicorn.Server(config).run()
+        server.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
 
