@@ -71,6 +71,9 @@ def looking(name: str, turns: int, telemetry: Telemetry) -> Agent:
     )
 
 
+DROP_REASONS = (n.DROP_QUEUE_FULL, n.DROP_SHUTDOWN, n.DROP_EXPORT_FAILED)
+
+
 def dropped(telemetry: Telemetry, reason: str) -> float:
     value = telemetry.registry.get_sample_value("agent_telemetry_spans_dropped_total", {"reason": reason})
     assert value is not None
@@ -88,12 +91,17 @@ def test_a_10000_turn_tight_loop_loses_no_span_at_the_default_settings(clean_env
         assert telemetry.shutdown(timeout_s=60)
         received = receiver.spans()
     assert result.turns == turns
-    names = [span.name for _, span in received]
-    assert names.count(n.SPAN_TURN) == turns
-    assert names.count("execute_tool look") == turns
-    assert names.count("chat fast") == turns
-    assert len(received) == 3 * turns + 1  # and the run span: not one lost
-    assert dropped(telemetry, n.DROP_QUEUE_FULL) == dropped(telemetry, n.DROP_SHUTDOWN) == 0
+    kinds = Counter(span.name for _, span in received)
+    lost = {reason: dropped(telemetry, reason) for reason in DROP_REASONS}
+    exported = telemetry.registry.get_sample_value("agent_telemetry_exports_total", {"signal": "traces"})
+    expected = {
+        n.SPAN_TURN: turns,
+        "execute_tool look": turns,
+        "chat fast": turns,
+        f"{n.SPAN_INVOKE_AGENT} tight": 1,
+    }
+    zero = dict.fromkeys(DROP_REASONS, 0.0)
+    assert (dict(kinds), lost) == (expected, zero), f"{exported} exports"  # not one lost, nor counted
 
 
 def test_every_span_lost_is_counted_when_the_collector_never_answers(clean_env: pytest.MonkeyPatch) -> None:
