@@ -697,9 +697,10 @@ def agent_scrapes() -> timeseries.Panel:
         "of jobs with Endstate processes in the last day "
         "(replicas that never came up included). Dashed line: "
         f"EndstateAgentDown pages at or below {SCRAPED_SHARE:.0%} (for 5 min, with at least 10 runs "
-        "started in the day before). While a process is not scraped, every other panel and alert is "
-        "blind to its runs. A process that is gone from service discovery (a replica stopped) leaves "
-        "no series: when every replica of a job is gone, or none of them comes up, EndstateAgentDown "
+        "started in the day before its scrapes failed). While a process is not scraped, every other "
+        "panel and alert is blind to its runs. A process that is gone from service discovery (a "
+        "replica stopped) leaves no series: when every replica of a job is gone, or none of them "
+        "comes up, EndstateAgentDown "
         "pages for the job alone." + PER_PROCESS,
         "percentunit",
         [query(scraped, "{{instance}} ({{job}})", "A")],
