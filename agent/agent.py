@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent._aio import in_running_loop
 from agent._frozen import cached
 from agent._loop import Stop, conclude, drive, paused, settle
 from agent._state import RunState
@@ -489,9 +490,7 @@ def _check_now(now: object) -> float:
 
 
 def _sync(coro: Any) -> RunResult:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not in_running_loop():
         return asyncio.run(coro)
     coro.close()
     raise ConfigError("run/resume were called inside a running event loop: await arun/aresume instead")
