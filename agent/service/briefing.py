@@ -117,7 +117,7 @@ async def preview(record: RunRecord, catalog: Catalog) -> Preview:
     assert record.pending is not None
     try:  # building runs on the loop: catalogs need not be thread-safe
         agent = catalog.entry(record.agent).build(record.state)
-    except Exception as exc:  # a catalog that cannot build the agent here: say so, show the page
+    except (Exception, SystemExit) as exc:  # a catalog that cannot build the agent here: say so
         return Preview(missing=f"No preview: the agent could not be built here ({_why(exc)}).")
     found = agent.tool_named(record.pending.name)
     if found is None or found.preview is None:
