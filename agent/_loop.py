@@ -22,7 +22,7 @@ from agent._frozen import fast_init
 from agent._state import RunState
 from agent.checks import TurnVerdict
 from agent.clock import CancelSignal, pause, unanswered
-from agent.errors import HandedOver, ModelError, SnapshotError, TakenOver, TransientModelError
+from agent.errors import ConfigError, HandedOver, ModelError, SnapshotError, TakenOver, TransientModelError
 from agent.finish import FINISH_TOOL, Signal, parse_finish
 from agent.history import CONTEXT_FULL, Compaction
 from agent.hooks import RunObserver
@@ -491,6 +491,9 @@ def invalid_reply(problem: str) -> Stop:
     return Stop(StopReason.ERROR, note=note, error_type="invalid_reply")
 
 
+_NOT_CALLED = object()  # `_complete`'s model call not made yet
+
+
 class _BudgetCut(Exception):
     """The time budget ran out during a model call."""
 
@@ -503,18 +506,31 @@ async def _complete(
     adapter recorded of it is charged to the run."""
     model = model or agent.model
     left = run.seconds_left()
+    pending: object = _NOT_CALLED
     with recording_cut_calls(left) as cut:
         try:
             if left is None:
-                return await model.complete(request)
+                return await (pending := model.complete(request))
             async with asyncio.timeout(left) as budget:
-                return await model.complete(request)
+                return await (pending := model.complete(request))
         except (TimeoutError, asyncio.CancelledError, ModelError) as exc:
             for partial in cut:
                 charge(agent, run, model.name, partial)
             if isinstance(exc, TimeoutError) and left is not None and budget.expired():
                 raise _BudgetCut() from None
             raise  # the adapter's own timeout, or a cancellation
+        except TypeError:
+            if pending is not _NOT_CALLED and not isawaitable(pending):  # a plain `def complete`
+                raise not_awaitable(model, pending) from None
+            raise
+
+
+def not_awaitable(model: Model, value: object) -> ConfigError:
+    """What a model adapter whose `complete` returned its reply instead of an awaitable is told."""
+    return ConfigError(
+        f"the model adapter {type(model).__name__}'s complete() returned {type(value).__name__}, not an "
+        "awaitable: define it as `async def complete(self, request)`"
+    )
 
 
 async def shrink_more(agent: Agent, run: RunState, obs: RunObserver, cause: object) -> Stop | None:

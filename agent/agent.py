@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent._aio import in_running_loop
 from agent._frozen import cached
 from agent._loop import Stop, conclude, drive, paused, settle
 from agent._state import RunState
@@ -489,9 +490,7 @@ def _check_now(now: object) -> float:
 
 
 def _sync(coro: Any) -> RunResult:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not in_running_loop():
         return asyncio.run(coro)
     coro.close()
     raise ConfigError("run/resume were called inside a running event loop: await arun/aresume instead")
@@ -532,6 +531,9 @@ def _check_config(agent: Agent) -> None:
             f"agent {name!r}: progress must be a function that makes a fresh ProgressDetector for each run, "
             f"say lambda: ProgressDetector(max_repeats=5){hint}; not {type(agent.progress).__name__}"
         )
+    _check_detector(agent)
+    if not isinstance(agent.finish_last, bool):
+        raise ConfigError(f"agent {name!r}: finish_last must be True or False, not {agent.finish_last!r:.60}")
     if not callable(agent.summarize):
         raise ConfigError(
             f"agent {name!r}: summarize must be a function of (ctx, spent, reason, limit) that returns "
@@ -540,6 +542,27 @@ def _check_config(agent: Agent) -> None:
     if not (is_whole(agent.max_tokens) and agent.max_tokens > 0):
         raise ConfigError(f"agent {name!r}: max_tokens must be a positive int, not {agent.max_tokens!r}")
     _check_max_output(agent)
+
+
+_DETECTOR_METHODS = ("observe", "end_turn", "heard", "stuck", "stuck_on")
+
+
+def _check_detector(agent: Agent) -> None:
+    """The `progress` factory makes a detector: one made now (a detector is small and holds nothing
+    yet) has the methods the loop calls, else every run would end `error` at its first turn."""
+    try:
+        made = agent.progress()
+    except Exception as exc:
+        raise ConfigError(
+            f"agent {agent.name!r}: progress() raised {type(exc).__name__}: {said(exc)}; it must make a "
+            "fresh ProgressDetector for each run"
+        ) from exc
+    if missing := [m for m in _DETECTOR_METHODS if not callable(getattr(made, m, None))]:
+        raise ConfigError(
+            f"agent {agent.name!r}: progress() made {type(made).__name__} {made!r:.60}, which has no "
+            f"{', '.join(missing)}: it must make a fresh ProgressDetector for each run, say "
+            "lambda: ProgressDetector(max_repeats=5)"
+        )
 
 
 def _check_max_output(agent: Agent) -> None:

@@ -24,7 +24,8 @@ log = logging.getLogger("endstate")
 class PriceTable:
     """Per-model prices: the model table's (see `agent.models.catalog`), then yours.
 
-    `overrides` replace or extend the table's prices. A model with no known
+    `overrides` replace or extend the table's prices (None for a model: its price is
+    unknown). Each is checked when the table is made. A model with no known
     price costs `None` from `cost_of` (never $0): the first time per model a
     warning is logged, and `on_unknown(model)` is called on every such call
     (a counter hook for telemetry).
@@ -32,13 +33,21 @@ class PriceTable:
 
     def __init__(
         self,
-        overrides: Mapping[str, Price] | None = None,
+        overrides: Mapping[str, Price | None] | None = None,
         *,
         models: ModelTable | None = None,
         on_unknown: Callable[[str], None] | None = None,
         every_attempt: bool = True,
     ) -> None:
-        self._overrides = dict(overrides or {})
+        self._overrides = _checked_overrides(overrides)
+        if on_unknown is not None and not callable(on_unknown):
+            raise ConfigError(
+                f"PriceTable: on_unknown must be a function of the model's name, not {on_unknown!r:.60}"
+            )
+        if models is not None and not isinstance(models, ModelTable):
+            raise ConfigError(
+                f"PriceTable: models must be a ModelTable (ModelTable.load()), not {type(models).__name__}"
+            )
         # a server-side fallback's tokens: every attempt's (False: the reply's own counts, as a
         # Temporal run started before counted them, so that it replays as it ran)
         self.every_attempt = every_attempt
@@ -241,3 +250,25 @@ def _tokens_of(reply: ModelReply, cost: float | None = 0.0) -> Usage:
         reply.cache_creation_input_tokens,
         cost,
     )
+
+
+def _checked_overrides(overrides: object) -> dict[str, Price | None]:
+    """`PriceTable`'s overrides, refused when made unless each is a model's name (or family) and its
+    `Price` (None: its price is unknown): a wrong one failed every model call it priced, blamed on the
+    model adapter."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(
+            "PriceTable takes a mapping of model name to Price, say PriceTable({'claude-sonnet-5-5': "
+            f"Price(3.0, 15.0)}}), not {type(overrides).__name__}"
+        )
+    for model, price in overrides.items():
+        if not (isinstance(model, str) and model.strip()):
+            raise ConfigError(f"PriceTable: a model name must be a non-empty string, not {model!r:.60}")
+        if price is not None and not isinstance(price, Price):
+            raise ConfigError(
+                f"PriceTable: the price of {model!r} must be a Price (US dollars per million tokens: "
+                f"Price(input, output)), not {type(price).__name__} {price!r:.60}"
+            )
+    return dict(overrides)

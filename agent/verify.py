@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from agent._aio import in_running_loop
 from agent._valid import is_number, is_text, is_whole
 from agent.errors import ConfigError, EndstateError, TransientModelError
 from agent.models.base import Model, ModelReply, ModelRequest, max_tokens_problem
@@ -605,9 +606,7 @@ def _json_verdict(text: str) -> dict[str, Any] | None:
 def _in_new_loop(coro: Any) -> Any:
     """Run a coroutine of a verifier (the judge's call, an `async def` part of `all_of`): verifiers run
     in a worker thread, which has no event loop of its own."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not in_running_loop():
         return asyncio.run(coro)
     coro.close()
     raise ConfigError(

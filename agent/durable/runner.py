@@ -116,12 +116,14 @@ class NotInCatalog(AgentUnavailable):
 
 def from_catalog(name: str, step: str, call: Callable[[], T]) -> T:
     """`call()`, a step of catalog entry `name`; what it raises (but Endstate's own errors, which
-    say what is wrong already) becomes `AgentUnavailable`, not a traceback or an HTTP 500."""
+    say what is wrong already) becomes `AgentUnavailable`, not a traceback or an HTTP 500. A
+    `SystemExit` too (a config read with argparse): it is the entry's failure, not a request to end
+    the process, and left to rise it stopped a recovery at that run, every time."""
     try:
         return call()
     except EndstateError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise AgentUnavailable(
             f"agent {name!r} could not be set up: its catalog entry's {step} raised "
             f"{type(exc).__name__}: {exc}; nothing was changed"
@@ -587,7 +589,7 @@ class Runner:
         if agent not in self._own_types:
             try:
                 own = self.catalog.entries[agent].build(state).task_type
-            except Exception:
+            except (Exception, SystemExit):  # (an argparse config: see `from_catalog`)
                 return None
             self._own_types[agent] = own
         return self._own_types[agent]
@@ -752,7 +754,7 @@ class Runner:
         held = self._hold(record)
         result = self._end_as_error(held, ENDED_BY_OPERATOR, text, keep_answer=False, ran=False)
         if (entry := self.catalog.entries.get(record.agent)) is not None and entry.cleanup is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception, SystemExit):
                 entry.cleanup(record.state)
         return result
 
@@ -1026,7 +1028,7 @@ class Runner:
         if entry is not None and entry.cleanup is not None:
             try:
                 entry.cleanup(job.record.state)
-            except Exception:
+            except (Exception, SystemExit):  # the run's end is recorded: its audit is still planned
                 log.warning("cleanup of run %s failed", job.run_id, exc_info=True)
 
     def _own_cancel(self, job: Job) -> CancelSignal | None:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from agent._aio import in_running_loop
 from agent.errors import ConfigError
 
 T = TypeVar("T")
@@ -29,9 +30,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     `asyncio.run` does (`asyncio.Runner`), and the run sees the caller's context variables (its
     current span, say) as they are at the call.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not in_running_loop():
         return _RUNNERS.runner().run(coro, context=contextvars.copy_context())
     coro.close()
     raise ConfigError("run/resume were called inside a running event loop: await arun/aresume instead")

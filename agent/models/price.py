@@ -71,6 +71,12 @@ class Price:
             raise ConfigError(f"Price.long_prompt_above must be a whole number of tokens > 0, got {above!r}")
         if (self.long_prompt is None) != (self.long_prompt_above is None):
             raise ConfigError("Price: give long_prompt and long_prompt_above together, or neither")
+        for name in ("long_prompt", "fast", "priority"):  # else the first call they price fails
+            if (value := getattr(self, name)) is not None and not isinstance(value, Price):
+                raise ConfigError(
+                    f"Price.{name} must be a Price of its own (say Price(6.0, 30.0)) or None, not "
+                    f"{type(value).__name__} {value!r:.60}"
+                )
 
     @property
     def cache_read(self) -> float:

@@ -117,7 +117,7 @@ async def preview(record: RunRecord, catalog: Catalog) -> Preview:
     assert record.pending is not None
     try:  # building runs on the loop: catalogs need not be thread-safe
         agent = catalog.entry(record.agent).build(record.state)
-    except Exception as exc:  # a catalog that cannot build the agent here: say so, show the page
+    except (Exception, SystemExit) as exc:  # a catalog that cannot build the agent here: say so
         return Preview(missing=f"No preview: the agent could not be built here ({_why(exc)}).")
     found = agent.tool_named(record.pending.name)
     if found is None or found.preview is None:
@@ -129,13 +129,25 @@ async def preview(record: RunRecord, catalog: Catalog) -> Preview:
         text = await asyncio.wait_for(
             _in_thread(key, found.preview, dict(record.pending.arguments)), PREVIEW_SECONDS
         )
+        whole = str(text)  # the tool's own value: its `__str__` may fail too
     except TimeoutError:
         return Preview(missing=f"No preview: the tool's preview took longer than {PREVIEW_SECONDS:g} s.")
+    except asyncio.CancelledError:
+        raise
     except Exception as exc:  # the tool's own code: its failure is shown, not raised
-        return Preview(missing=f"No preview: the tool's preview failed ({_why(exc)}).")
-    whole = str(text)
+        failed = exc.exc if isinstance(exc, _Exited) else exc
+        return Preview(missing=f"No preview: the tool's preview failed ({_why(failed)}).")
     cut = len(whole) > PREVIEW_CHARS
     return Preview(text=whole[:PREVIEW_CHARS] if cut else whole, length=len(whole) if cut else 0)
+
+
+class _Exited(Exception):
+    """A preview's `SystemExit` or `KeyboardInterrupt` (an argparse-based helper), carried as an
+    `Exception`: a task that raises either stops its event loop, and with it the whole service."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
 
 
 _RUNNING: set[tuple[str, str]] = set()  # (run id, call id) of the previews running now
@@ -154,6 +166,10 @@ async def _in_thread(
     def job() -> object:
         try:
             return make(arguments)
+        except Exception:
+            raise
+        except BaseException as exc:  # raised in `wait_for`'s task, it would stop the service's loop
+            raise _Exited(exc) from exc
         finally:
             _RUNNING.discard(key)
 

@@ -204,9 +204,11 @@ def price_plan(price: Price) -> dict[str, Any]:
 
 
 def price_of(data: dict[str, Any]) -> Price:
-    """A planned price back (a long-prompt price nests one more)."""
-    nested = data.get("long_prompt")
-    return Price(**{**data, "long_prompt": price_of(nested) if nested else None})
+    """A planned price back (a long-prompt or Priority Tier price nests one more)."""
+    nested = {
+        k: price_of(data[k]) for k in ("long_prompt", "priority", "fast") if isinstance(data.get(k), dict)
+    }
+    return Price(**{**data, **nested})
 
 
 def planned_price(plan: dict[str, Any]) -> Price | None:
