@@ -198,7 +198,8 @@ _FIXES: dict[int, str] = {
 _CODE_FIXES: dict[str, str] = {
     "organization_url_fetch_disabled": (
         "Anthropic has turned off URL image and document sources, the web_fetch tool and mcp_servers "
-        "for this organization: send images and documents as base64 or Files API ids, and take "
+        "for this organization: send images and documents as base64 (Image.from_bytes, "
+        "Document.from_pdf: Endstate sends no Files API ids), and take "
         "web_fetch and mcp_servers out of the agent's server tools and extra_body"
     ),
 }
