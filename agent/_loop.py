@@ -49,7 +49,7 @@ from agent.summary import headline
 from agent.summary import summarize as default_summary
 from agent.text import written
 from agent.tools import UNKNOWN_TOOL, Tool, ToolOutcome, arguments_problem, execute, said
-from agent.verify import run_verifiers
+from agent.verify import JudgeRefused, run_verifiers
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -838,6 +838,8 @@ async def verify(
     """Run every verifier; a failure goes back to the model as the finish result."""
     try:
         verdict = await run_verifiers(agent.verifiers, run.ctx, run.seconds_left())
+    except JudgeRefused as exc:  # as a refusal of the agent's own model: no finish can be judged
+        return Stop(StopReason.GAVE_UP, note=str(exc), cause=StopCause.REFUSAL)
     except Exception as exc:
         note = f"A verifier raised {type(exc).__name__}: {said(exc)}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")

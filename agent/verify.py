@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agent._aio import in_running_loop
 from agent._valid import is_number, is_text, is_whole
 from agent.errors import ConfigError, EndstateError, TransientModelError
-from agent.models.base import Model, ModelReply, ModelRequest, max_tokens_problem
+from agent.models.base import PROVIDER_DATA, Model, ModelReply, ModelRequest, max_tokens_problem, refusal_said
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
 from agent.stops import MESSAGES_API_STOPS, StopKind
 from agent.text import written
@@ -247,6 +247,12 @@ class BudgetCut(Exception):
 
 class VerifierError(EndstateError):
     """A verifier raised something that is not an `Exception` (such as `SystemExit`)."""
+
+
+class JudgeRefused(EndstateError):
+    """The model an `EvaluatorVerifier` judges with refused to judge (the API's `stop_reason: "refusal"`).
+    No `finish` the agent makes can be judged then: the loop ends the run `gave_up` with cause
+    `refusal`, as for a refusal of the agent's own model (an audit's outcome is `error`)."""
 
 
 class Unfinished(EndstateError):
@@ -506,6 +512,12 @@ class EvaluatorVerifier:
 
     def __call__(self, ctx: RunContext) -> list[str]:
         reply: ModelReply = _in_new_loop(self._judged(ctx))
+        if (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) is StopKind.REFUSED:
+            provider_data = reply.extra.get(PROVIDER_DATA)
+            said = refusal_said(reply.stop_reason, provider_data if isinstance(provider_data, dict) else {})
+            raise JudgeRefused(
+                f"The evaluator's model ({self.model.name}) refused to judge the result {said}"
+            )
         reasons = verdict(reply)
         if reasons is NO_VERDICT_CUT_OFF:  # the agent cannot fix this: another `finish` is cut off too
             raise VerifierError(

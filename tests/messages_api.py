@@ -701,6 +701,7 @@ def _messages_problem(messages: Any) -> str | None:
     if messages[0].get("role") != "user":
         return "messages: the first message must use the user role"
     open_calls: set[str] = set()  # ids of the previous message's tool_use blocks
+    call_ids: set[str] = set()  # ids of every tool_use block so far
     for i, msg in enumerate(messages):
         content = msg.get("content")
         if msg.get("role") not in ("user", "assistant"):
@@ -708,7 +709,7 @@ def _messages_problem(messages: Any) -> str | None:
         if not content:
             return f"messages.{i}: all messages must have non-empty content"
         blocks = [content] if isinstance(content, str) else content
-        if problem := _blocks_problem(blocks, i):
+        if problem := _blocks_problem(blocks, i) or _call_ids_problem(blocks, i, call_ids):
             return problem
         paused = i == len(messages) - 1  # a reply paused (pause_turn) mid-call is sent back to go on
         if not paused and (unanswered := _server_calls_without_results(blocks)):
@@ -722,6 +723,25 @@ def _messages_problem(messages: Any) -> str | None:
             missing = sorted(open_calls - results)[0]
             return f"messages.{i}: tool_use ids were found without tool_result blocks: {missing}"
         open_calls = {str(b.get("id")) for b in _typed(blocks, "tool_use")}
+    return None
+
+
+# The API's pattern for a tool_use block's id (its words for one that does not match it).
+CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _call_ids_problem(blocks: list[Any], i: int, seen: set[str]) -> str | None:
+    """The API's refusal of a tool_use id of other characters than its pattern allows, or of one an
+    earlier tool_use block of the request has (in any message); `seen` gathers the ids."""
+    for j, block in enumerate(blocks):
+        if not (isinstance(block, dict) and block.get("type") == "tool_use"):
+            continue
+        call_id = block.get("id")
+        if not (isinstance(call_id, str) and CALL_ID.fullmatch(call_id)):
+            return f"messages.{i}.content.{j}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+        if call_id in seen:
+            return f"messages.{i}.content.{j}: `tool_use` ids must be unique"
+        seen.add(call_id)
     return None
 
 

@@ -80,4 +80,5 @@ def test_an_organization_with_url_fetching_turned_off_is_told_how_to_send_its_me
     exc = failure(Response(400, body))
     assert not isinstance(exc, TransientModelError) and exc.error_type == "bad_request"
     assert "HTTP 400 invalid_request_error (organization_url_fetch_disabled): " + said in str(exc)
-    assert "send images and documents as base64 or Files API ids" in str(exc), str(exc)
+    assert "send images and documents as base64 (Image.from_bytes" in str(exc), str(exc)
+    assert "or Files API ids" not in str(exc)  # tool content refuses a file source: no way out there

@@ -83,8 +83,10 @@ Choices worth knowing:
 - A 200 reply whose body cannot be read (not a stream, bad JSON, a stream
   that stops early or with no `message_delta`, a call whose streamed input
   stops before its JSON ends: the SDK would keep what it could parse, and the
-  call run with the arguments it had so far) is a transient `malformed_reply`:
-  retried, then `error`.
+  call run with the arguments it had so far; a call whose id the API would
+  refuse sent back: one an earlier call of the conversation has, or of other
+  characters than its pattern) is a transient `malformed_reply`: retried, then
+  `error`.
 - What a later request needs is kept: a text's `citations`, a call's `caller`
   and `toolset_name` (sent back as the API gave them), and the code execution
   `container` of the last reply (`extra["provider_data"]`, kept by the
@@ -196,7 +198,8 @@ _FIXES: dict[int, str] = {
 _CODE_FIXES: dict[str, str] = {
     "organization_url_fetch_disabled": (
         "Anthropic has turned off URL image and document sources, the web_fetch tool and mcp_servers "
-        "for this organization: send images and documents as base64 or Files API ids, and take "
+        "for this organization: send images and documents as base64 (Image.from_bytes, "
+        "Document.from_pdf: Endstate sends no Files API ids), and take "
         "web_fetch and mcp_servers out of the agent's server tools and extra_body"
     ),
 }
@@ -498,6 +501,7 @@ class AnthropicModel:
             reply = to_reply(
                 message, stream.first_token, events.response.headers, streamed, stream.late, unfinished
             )
+            _check_new_calls(reply.content, params["messages"])
             reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
@@ -1334,10 +1338,12 @@ def to_reply(
     (`iterations`, the usage's breakdown: see `ModelReply.billed_apart`; `speed`, `inference_geo`),
     `unfinished` the indexes of blocks whose streamed input is no whole JSON value.
 
-    A reply no run could keep (a call with no id or name, or whose input is no JSON object or was
-    cut off before its JSON ended, two calls with one id) raises `ValueError`: `complete` makes it a
-    transient `malformed_reply`. The last call of a reply cut off where it was (`max_tokens`) is
-    replaced by a note instead; that of a refusal, which ends the run, is never run.
+    A reply no run could keep (a call with no id or name, or an id the API refuses back, or whose
+    input is no JSON object or was cut off before its JSON ended, two calls with one id) raises
+    `ValueError`: `complete` makes it a transient `malformed_reply` (so does a call whose id an
+    earlier call of the request has: `_check_new_calls`). The last call of a reply cut off where it
+    was (`max_tokens`) is replaced by a note instead; that of a refusal, which ends the run, is never
+    run.
     """
     content = [content_block(b) for b in message.content]
     for index, fields in (streamed or {}).items():
@@ -1697,6 +1703,11 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
         for field in ("id", "name"):
             if not (isinstance(block.get(field), str) and block[field]):
                 raise ValueError(f"a tool call's {field} is {block.get(field)!r}, not a name")
+        if not _CALL_ID.fullmatch(block["id"]):
+            raise ValueError(
+                f"a tool call's id {block['id']!r:.80} has characters the API refuses in a call sent "
+                "back (letters, digits, _ and - only)"
+            )
         if not isinstance(block.get("input"), dict):
             kind = type(block.get("input")).__name__
             raise ValueError(f"the input of the call of {block.get('name')!r} is a {kind}, not a JSON object")
@@ -1704,6 +1715,28 @@ def _check_calls(content: list[dict[str, Any]]) -> None:
             raise ValueError(f"two tool calls share the id {block.get('id')!r}")
         seen.add(block["id"])
     _check_sendable(content)
+
+
+# The API's pattern for a tool call's id: a request sending back a call whose id does not match it is
+# refused ("tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'").
+_CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _check_new_calls(content: Sequence[Mapping[str, Any]], sent: Sequence[Message]) -> None:
+    """Raise `ValueError` for a tool call whose id a call of the request's messages (`sent`) already
+    has: the API refuses a request holding both ("`tool_use` ids must be unique"), so the request
+    after the call ran would fail, and every later one of the run."""
+    ids = {block.get("id") for block in content if block.get("type") == "tool_use"}
+    if not ids:
+        return
+    for message in sent:
+        blocks = message.get("content") if message.get("role") == "assistant" else None
+        for block in blocks if isinstance(blocks, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id") in ids:
+                raise ValueError(
+                    f"a tool call's id {block.get('id')!r:.80} is that of an earlier call of the "
+                    "conversation: the API refuses a request holding both (tool_use ids must be unique)"
+                )
 
 
 def _check_sendable(content: list[dict[str, Any]]) -> None:

@@ -292,14 +292,20 @@ def refusal_note(reply: Reply) -> str:
     """The note of a run the model API refused: its stop reason, and the category and explanation it
     gave (the Messages API's `stop_details`, which its adapter keeps in the reply's `provider_data`:
     read here, at the models' edge, so that the loop sees no provider field)."""
-    details = reply.provider_data.get("stop_details")
+    said = refusal_said(reply.stop_reason, reply.provider_data)
+    return f"The model API refused to go on with this task {said}"
+
+
+def refusal_said(stop_reason: str, provider_data: Mapping[str, Any]) -> str:
+    """What a refusal's reply said: "(stop_reason: ..., category: ...)." and the explanation given."""
+    details = provider_data.get("stop_details")
     said = details if isinstance(details, Mapping) else {}
     category, explanation = (
         said.get(k) if isinstance(said.get(k), str) else "" for k in ("category", "explanation")
     )
     kind = f", category: {category[:100]}" if category else ""
     why = f" The API said: {explanation[:1000]}" if explanation else ""
-    return f"The model API refused to go on with this task (stop_reason: {reply.stop_reason}{kind}).{why}"
+    return f"(stop_reason: {stop_reason}{kind}).{why}"
 
 
 # -- the usage of a call cut off before its reply ------------------------------

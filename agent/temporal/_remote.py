@@ -47,6 +47,7 @@ from agent.stops import StopReason, TurnSignal
 from agent.temporal import _wire as w
 from agent.temporal._registry import WorkerSetup
 from agent.tools import CLEANUP_GRACE, Tool, ToolOutcome
+from agent.verify import JudgeRefused
 
 # The workflow charges a model call cut off mid-way (the time budget, a cancel) with what the worker
 # reports it used; runs started before replay their model calls as they were made (see `patched`).
@@ -854,7 +855,10 @@ def _model_error(exc: ActivityError) -> Exception:
 
 
 def _named_error(name: str, message: str) -> Exception:
-    """An exception whose type name is `name`, so the loop reports the worker's error as it was."""
+    """An exception whose type name is `name`, so the loop reports the worker's error as it was (a
+    judge's refusal as itself: the loop ends the run on it as on its own model's refusal)."""
+    if name == JudgeRefused.__name__:
+        return JudgeRefused(message)
     return type(name, (Exception,), {})(message)
 
 
