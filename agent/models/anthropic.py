@@ -116,6 +116,7 @@ import email.utils
 import json
 import math
 import re
+import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
@@ -779,6 +780,7 @@ class _LoopClients:
     def __init__(self, build: Callable[[], anthropic.AsyncAnthropic]) -> None:
         self._build = build
         self._spare: anthropic.AsyncAnthropic | None = build()  # built now: bad credentials fail early
+        self._taking = threading.Lock()  # loops on two threads never take the same spare client
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Held] = (
             weakref.WeakKeyDictionary()
         )
@@ -791,15 +793,17 @@ class _LoopClients:
             held = None
         if held is not None:
             return held.client
-        if self._spare is None:
-            self._spare = self._build()
-        return self._spare
+        with self._taking:
+            if self._spare is None:
+                self._spare = self._build()
+            return self._spare
 
     async def get(self) -> anthropic.AsyncAnthropic:
         loop = asyncio.get_running_loop()
         held = self._by_loop.get(loop)
         if held is None or held.client.is_closed():
-            client, self._spare = self._spare or self._build(), None
+            with self._taking:
+                client, self._spare = self._spare or self._build(), None
             held = self._by_loop[loop] = _Held(client, _closer(client))
             await anext(held.closer)  # parked: the loop's shutdown_asyncgens closes the client
         return held.client
