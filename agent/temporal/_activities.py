@@ -97,7 +97,8 @@ class EndstateActivities:
             entry = self._entry(run["agent"])
             state = dict(run.get("state") or {})
             if entry.prepare is not None and not run.get("prepared"):  # in a thread: it may block
-                state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
+                async with _heartbeats():
+                    state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
             raise _refused(str(exc)) from exc
@@ -282,7 +283,8 @@ class EndstateActivities:
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:
-                await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
+                async with _heartbeats():
+                    await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
 
