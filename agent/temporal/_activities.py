@@ -31,7 +31,7 @@ from agent._codec import encode_entry
 from agent.agent import Agent
 from agent.clock import CancelSignal, check_cancel, unanswered
 from agent.context import CallRecord, RunContext
-from agent.durable.catalog import Catalog
+from agent.durable.catalog import AgentEntry, Catalog
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.journal import Journal, Result
@@ -94,10 +94,11 @@ class EndstateActivities:
     async def prepare(self, run: dict[str, Any]) -> dict[str, Any]:
         """Make the run's world (`prepare`) and take its plan."""
         try:
-            entry = self.catalog.entry(run["agent"])
+            entry = self._entry(run["agent"])
             state = dict(run.get("state") or {})
             if entry.prepare is not None and not run.get("prepared"):  # in a thread: it may block
-                state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
+                async with _heartbeats():
+                    state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
             raise _refused(str(exc)) from exc
@@ -282,7 +283,8 @@ class EndstateActivities:
         entry = self.catalog.entries.get(run["agent"])
         if entry is not None and entry.cleanup is not None:
             try:
-                await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
+                async with _heartbeats():
+                    await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
             except Exception:
                 log.warning("cleanup of run %s failed", run["run_id"], exc_info=True)
 
@@ -397,8 +399,16 @@ class EndstateActivities:
         except ConfigError as exc:
             raise _refused(str(exc)) from exc
 
+    def _entry(self, agent: str) -> AgentEntry:
+        """The catalog's entry for `agent`; a `ConfigError` saying why every worker of a task queue needs it
+        when this worker's catalog lacks it."""
+        try:
+            return self.catalog.entry(agent)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}{ONE_CATALOG}") from exc
+
     def _build(self, run: dict[str, Any]) -> Agent:
-        entry = self.catalog.entry(run["agent"])
+        entry = self._entry(run["agent"])
         agent = entry.build(dict(run["state"]))
         if not isinstance(agent, Agent):
             raise ConfigError(
@@ -411,12 +421,23 @@ class EndstateActivities:
                 allowed = ", ".join(sorted({agent.task_type, *entry.task_types}))
                 raise ConfigError(
                     f"agent {run['agent']!r} does not run task type {task_type!r}; use one of: {allowed}"
+                    f"{ONE_CATALOG}"
                 )
             agent = dataclasses.replace(agent, task_type=task_type)
         self._agents[_execution(run["run_id"])] = agent
         while len(self._agents) > MAX_CACHED_AGENTS:
             self._agents.popitem(last=False)
         return agent
+
+
+# Temporal hands a run's tasks to whichever worker polls its task queue, however their catalogs differ: a
+# worker that lacks the run's agent (or task type) ends it `error` even while another has it.
+ONE_CATALOG = (
+    " (on this worker: Temporal hands a run's work to any worker polling its task queue, so every one"
+    " of them needs the same catalog. Give workers of another catalog a task queue of their own"
+    " (`--task-queue`); in a deploy that adds an agent or task type, start its runs once every worker"
+    " has it)"
+)
 
 
 def _execution(run_id: str) -> Execution:

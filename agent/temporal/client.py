@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import gc
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -51,6 +52,7 @@ from agent._valid import is_text, is_whole
 from agent.budget import Extension
 from agent.durable.runner import RUN_ID, AnswerError, check_state, checked_answerer
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
+from agent.durable.store.base import when
 from agent.errors import ConfigError
 from agent.journal import Journal
 from agent.result import LimitKind, RunResult, StopReason
@@ -430,7 +432,9 @@ class TemporalRuns:
         for text in (a for a in args if isinstance(a, str)):
             if problem := w.reply_too_large("the reply", text):
                 raise AnswerError(f"run {run_id}: {problem}; nothing was changed")
-        handle = await self._handle(run_id)
+        execution = await self._described(run_id)
+        await self._check_in_time(execution)
+        handle = self._pinned(execution)
         try:
             return await self.prompt.execute(handle, update, args)
         except WorkflowUpdateFailedError as exc:
@@ -445,6 +449,18 @@ class TemporalRuns:
                 await self._closed(handle)  # not taken: sent again to the run's next execution
                 return await self._update(run_id, update, args, older)
             raise await self._not_waiting(run_id, exc) from exc
+
+    async def _check_in_time(self, execution: WorkflowExecutionDescription) -> None:
+        """Refuse (`NotClaimable`) a reply to a run whose deadline has passed, as the workflow's validator
+        would: sent, it waited for a worker to refuse it, for ever while none polls the task queue."""
+        record = await _record(execution)
+        deadline = record.deadline if record.status is RunStatus.WAITING else None
+        if deadline is not None and deadline <= time.time():
+            raise NotClaimable(
+                f"run {execution.id}'s deadline passed at {when(deadline)}; the answer came too late and "
+                "nothing was changed. The deadline's timer ends the run under its help policy once an "
+                f"`endstate worker` polls task queue {self.task_queue!r}"
+            )
 
     async def _described(self, run_id: str) -> WorkflowExecutionDescription:
         """The run's latest execution, when it is on this client's task queue; else `UnknownRun` (for

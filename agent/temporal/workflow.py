@@ -295,6 +295,7 @@ class EndstateRun:
             w.PREPARE,
             args,
             start_to_close_timeout=PREPARE_TIMEOUT,
+            heartbeat_timeout=_heartbeat(),
             retry_policy=TemporalRetry(maximum_attempts=3),
         )
         attributes = [w.SA_TASK_TYPE.value_set(out["plan"]["task_type"])]
@@ -370,6 +371,7 @@ class EndstateRun:
                 w.CLEANUP,
                 args,
                 start_to_close_timeout=PREPARE_TIMEOUT,
+                heartbeat_timeout=_heartbeat(),
                 retry_policy=TemporalRetry(maximum_attempts=3),
             )
         except ActivityError:
@@ -675,6 +677,12 @@ class EndstateRun:
         assert self._waiting is not None and self._waiting.suspension is not None  # _expecting checked
         if problem := reply_problem(reply, pending, self._waiting.suspension.question):
             raise ApplicationError(f"the run {problem}", type="AnswerError")
+
+
+def _heartbeat() -> timedelta:
+    """The worker's heartbeat timeout: a worker that dies mid-call is noticed within it, not at the end of
+    the call's whole timeout (a catalog's `prepare` or `cleanup` held its run `PREPARE_TIMEOUT`, 5 min)."""
+    return timedelta(seconds=lookup(workflow.info().task_queue).heartbeat_seconds)
 
 
 def _check_text(what: str, value: Any) -> None:
