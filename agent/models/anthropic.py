@@ -2108,7 +2108,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     error_type = error_type or ("server_error" if status >= 500 else "api_error")
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
-    return ModelError(text + _how_to_fix(status, code), error_type=error_type)
+    return ModelError(text + _how_to_fix(status, code, _sdk_words(exc)), error_type=error_type)
 
 
 def api_words(exc: anthropic.APIStatusError) -> str:
@@ -2150,10 +2150,23 @@ def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
     return status in _TRANSIENT or status >= 500
 
 
-def _how_to_fix(status: int, code: str | None = None) -> str:
-    """What to do about a refusal a retry will not fix: for its cause, else for its status."""
-    fix = (_CODE_FIXES.get(code) if isinstance(code, str) else None) or _FIXES.get(status)
+def _how_to_fix(status: int, code: str | None = None, sdk_words: str = "") -> str:
+    """What to do about a refusal a retry will not fix: for its cause (ours, else the SDK's words for
+    it), else for its status. A cause we have no words for gets none: the status's would mislead (a
+    404 `file_expired` is no model id to check)."""
+    fix = (_CODE_FIXES.get(code) or sdk_words) if isinstance(code, str) else _FIXES.get(status, "")
     return f": {fix}" if fix else ""
+
+
+def _sdk_words(exc: anthropic.APIStatusError) -> str:
+    """What the SDK's class for the error's cause says of it (SDK 2.17 has a class, with a docstring
+    that names the cause and often what to do, per `error_code`), in one line; "" for a status's own
+    class, which says only the status (a cause's class names its `error_code` itself)."""
+    kind = type(exc)
+    if "error_code" not in vars(kind).get("__annotations__", {}) or not kind.__doc__:
+        return ""
+    words = " ".join(kind.__doc__.split())
+    return words[:1].lower() + words[1:].rstrip(".")
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
