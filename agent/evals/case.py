@@ -714,6 +714,13 @@ def _check_consistent(f: _Fields, case: Case) -> None:
         )
     if case.impossible and StopReason.SUCCESS in case.expected:
         raise f.error("impossible", "an impossible task cannot expect success")
+    if case.impossible and case.expected[-1] is not StopReason.GAVE_UP:
+        raise f.error(
+            "impossible",
+            f"an impossible task is one to give up (counted under correct give-up): its last expected "
+            f"stop must be gave_up, not {case.expected[-1]}; for a task that ends otherwise on purpose, "
+            "leave impossible out",
+        )
     if (case.impossible or StopReason.SUCCESS in case.expected) and not case.judges and not case.replay:
         raise f.error("judge", "a case that expects success or is impossible needs an independent judge")
     names = {ref.name for ref in case.judges}

@@ -24,7 +24,7 @@ class Summary:
     stops: dict[str, dict[str, int]]  # task type -> stop reason -> segments
     successes: int  # runs whose last segment ended in success
     true_successes: int  # ... and that every judge and the case's expectations accept
-    impossible: int  # cases impossible on purpose that ran
+    impossible: int  # cases impossible on purpose that were not skipped (crashed, timed out included)
     correct_give_ups: int  # ... that ended in gave_up and passed their judges
     false_successes: tuple[str, ...]  # case names
     skipped_why: dict[str, int] = field(default_factory=dict)  # why cases were skipped -> how many
@@ -59,7 +59,8 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
     for o in ran:
         stops.setdefault(o.case.task_type, Counter()).update(str(s.result.reason) for s in o.segments)
     succeeded = [o for o in ran if o.final and o.final.reason is StopReason.SUCCESS]
-    impossible = [o for o in ran if o.case.impossible]
+    # an impossible task that crashed or hung gave no correct give-up: it counts, as one that did not
+    impossible = [o for o in outcomes if o.case.impossible and not o.skipped]
     return Summary(
         cases=len(outcomes),
         met=sum(o.met for o in outcomes if not o.skipped),
