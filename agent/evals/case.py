@@ -605,7 +605,10 @@ def _then(f: _Fields) -> FollowUpSpec | None:
     action = f.pick("then.action", raw.get("action"), ACTIONS)
     expect = f.pick("then.expect", raw.get("expect"), StopReason)
     text = raw.get("text", "")
-    if not isinstance(text, str) or (action == "answer" and not text.strip()):
+    if not isinstance(text, str):  # YAML reads `text: no` as false, `text: 42` as a number
+        problem = f"must be a string, got {text!r:.60}: YAML reads an unquoted no, yes, on, off or number so"
+        raise f.error("then.text", f'{problem}; put the text in quotes (text: "no")')
+    if action == "answer" and not text.strip():
         raise f.error("then.text", "an 'answer' needs the person's answer as a non-empty string")
     return FollowUpSpec(action, StopReason(expect), text)
 
@@ -629,10 +632,20 @@ def _judge(f: _Fields, item: Any, catalog: str | None = None) -> JudgeRef:
     try:
         inspect.signature(JUDGES[name]).bind(None, **params)
     except TypeError as exc:
-        raise f.error("judge", f"{name}: {exc}") from exc
+        raise f.error("judge", f"{name}: {_unknown_arguments(JUDGES[name], params) or exc}") from exc
     if (problem := _argument_problem(JUDGES[name], params)) is not None:
         raise f.error("judge", f"{name}: {problem}")
     return JudgeRef(name, params)
+
+
+def _unknown_arguments(fn: Any, params: Mapping[str, Any]) -> str:
+    """The arguments a judge does not take, with those it does ('' when it takes them all): a
+    misspelt `ordr:` was said only as the right one missing."""
+    taken = list(inspect.signature(fn).parameters)[1:]  # the first is the run
+    unknown = [str(p) for p in params if p not in taken]
+    if not unknown or any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()):
+        return ""
+    return f"unknown argument(s) {', '.join(map(repr, unknown))}; it takes: {', '.join(taken) or 'none'}"
 
 
 def _import_judges_of(f: _Fields, catalog: str) -> None:
