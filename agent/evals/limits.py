@@ -500,6 +500,11 @@ def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") ->
 
 
 def _rows(obj: Any) -> list[dict[str, Any]]:
+    if isinstance(obj, dict) and "each_round" in obj:  # `eval --repeat`: every round's run
+        rounds = obj["each_round"]
+        if not isinstance(rounds, list) or not all(_a_round(r) for r in rounds):
+            raise ValueError("each_round must be a list of eval case objects (with segments, no each_round)")
+        return [row for r in rounds for row in _rows(r)]
     if isinstance(obj, dict) and "segments" in obj:
         segments = obj["segments"]
         if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
@@ -512,6 +517,11 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run
+
+
+def _a_round(obj: Any) -> bool:
+    """One round of a repeated eval case: a case object with its segments, not rounds again."""
+    return isinstance(obj, dict) and "segments" in obj and "each_round" not in obj
 
 
 def _unjudgeable(segment: Mapping[str, Any]) -> bool:

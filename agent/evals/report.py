@@ -87,7 +87,10 @@ def _gave_up(o: Outcome) -> bool:
 
 
 def case_json(o: Outcome) -> dict[str, Any]:
-    """One JSON line per case: what was expected, what happened, every segment's result."""
+    """One JSON line per case: what was expected, what happened, every segment's result; with
+    repeats, the round shown (its worst) and `each_round`, every round's own (`limits suggest`
+    reads every run from them)."""
+    rounds = {"each_round": [case_json(r) for r in o.each_round]} if o.each_round else {}
     return {
         "case": o.case.name,
         "agent": o.case.agent,
@@ -115,6 +118,7 @@ def case_json(o: Outcome) -> dict[str, Any]:
             }
             for i, s in enumerate(o.segments, 1)
         ],
+        **rounds,
     }
 
 

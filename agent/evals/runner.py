@@ -56,6 +56,7 @@ class Outcome:
     crashed: str = ""
     rounds: tuple[int, int] | None = None  # with repeats: (rounds that met the case, rounds run)
     timed_out: TimedOut | None = None  # its deadline passed: where it was (its segments: runs that ended)
+    each_round: tuple[Outcome, ...] = ()  # with repeats: every round that ran, in order
 
     @property
     def flaky(self) -> bool:
@@ -299,14 +300,15 @@ async def run_cases(
 
 def merge_rounds(rounds: Sequence[Sequence[Outcome]]) -> list[Outcome]:
     """Per case, from rounds of the same cases: its first false success, else its first unmet
-    round, else its first round, with how many rounds met it (`rounds`): a case met only
-    sometimes is flaky, and fails."""
+    round, else its first round, with how many rounds met it (`rounds`) and every round that ran
+    (`each_round`): a case met only sometimes is flaky, and fails."""
     merged = []
     for runs in zip(*rounds, strict=True):
         ran = [o for o in runs if not o.skipped]
         worst = [o for o in ran if o.false_success] + [o for o in ran if not o.met]
         chosen = worst[0] if worst else runs[0]
-        merged.append(replace(chosen, rounds=(sum(o.met for o in ran), len(ran))) if ran else chosen)
+        met = (sum(o.met for o in ran), len(ran))
+        merged.append(replace(chosen, rounds=met, each_round=tuple(ran)) if ran else chosen)
     return merged
 
 
