@@ -161,7 +161,7 @@ def load_cases(paths: Iterable[str | Path] = (), catalog: str | None = None) -> 
     `catalog` (module:attr) is where the agents of cases that name neither a seed agent nor a
     catalog of their own come from.
     """
-    files = [f for p in (list(paths) or [shipped_cases_dir()]) for f in _case_files(Path(p))]
+    files = _once([f for p in (list(paths) or [shipped_cases_dir()]) for f in _case_files(Path(p))])
     cases = [case for f in files for case in load_file(f, catalog)]
     _check_unique(cases)
     return cases
@@ -303,6 +303,15 @@ def _case_files(path: Path) -> list[Path]:
     if not path.exists():
         raise CaseError(f"{path}: no such case file or folder")
     return [path]
+
+
+def _once(files: list[Path]) -> list[Path]:
+    """Each file once, in the order first named: a folder and a file in it (`evals/ evals/mine.yaml`)
+    made every case of that file 'already used' in itself."""
+    first: dict[Path, Path] = {}
+    for f in files:
+        first.setdefault(f.resolve(), f)
+    return list(first.values())
 
 
 def _check_unique(cases: list[Case]) -> None:
