@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent.cli.main import main
-from agent.evals.limits import LimitsError, history_from_jsonl
+from agent.evals.limits import LimitsError, history_from_jsonl, suggest
 from agent.result import LimitKind
 
 
@@ -66,3 +66,13 @@ def test_a_bad_each_round_is_named(rounds: str) -> None:
     line = '{"case": "c", "task_type": "t", "segments": [], "each_round": ' + rounds + "}"
     with pytest.raises(LimitsError, match="line 1: not a run record: each_round must be a list"):
         history_from_jsonl([line], "eval.jsonl")
+
+
+def test_the_note_on_successes_left_out_says_an_eval_case_can_leave_them_out() -> None:
+    """From `eval --json`, no person labelled anything: the note said only 'labelled false_success'."""
+    rounds = [_round("a", False), _round("b", True)]
+    history = history_from_jsonl([json.dumps({**rounds[1], "each_round": rounds})])
+    (suggestion,) = suggest(history)
+    [note] = [n for n in suggestion.notes if "left out of the successful runs" in n]
+    assert "1 success(es) labelled false_success left out" in note
+    assert "by an eval case that did not accept it" in note and "its judge could not check" in note

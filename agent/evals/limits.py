@@ -436,7 +436,9 @@ def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[st
     notes = []
     if reviewed.false_successes:
         notes.append(
-            f"{reviewed.false_successes} success(es) labelled false_success left out of the successful runs"
+            f"{reviewed.false_successes} success(es) labelled false_success left out of the successful runs "
+            "(by a reviewer, or by an eval case that did not accept it: a false success, one its case did "
+            "not expect, one its judge could not check or its deadline cut)"
         )
     for kind, used in sorted(reviewed.too_low.items()):
         shown = next((c.suggested for c in ceilings if c.kind is kind), None)
