@@ -236,6 +236,13 @@ def _rates(summary: Summary) -> list[str]:
     return lines
 
 
+_EXPECTS = {
+    StopReason.GAVE_UP: "the case expects a give-up",
+    StopReason.NEED_HELP: "the case expects it to ask a person (need_help), not to decide alone",
+    StopReason.HELP_TIMEOUT: "the case expects it to wait for a person who never answers (help_timeout)",
+}
+
+
 def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
     false = [o for o in outcomes if o.false_success]
     if not false:
@@ -244,11 +251,11 @@ def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
     lines = [
         bar,
         f"!! FALSE SUCCESS: {len(false)} run(s) say success, but the task was impossible, "
-        "the case expects a give-up, or the eval's judge disagrees:",
+        "the case expects a give-up or a person's say, or the eval's judge disagrees:",
     ]
     for o in false:
         why = ["the task is impossible on purpose"] if o.case.impossible else []
-        why += [] if o.case.impossible or o.case.expected[-1] != "gave_up" else ["the case expects a give-up"]
+        why += [] if o.case.impossible or o.not_to_succeed is None else [_EXPECTS[o.not_to_succeed]]
         why += [f for s in o.segments for f in s.judge_failures]
         lines.append(f"!!   {o.case.name}: {'; '.join(why)}")
     return [*lines, bar]
