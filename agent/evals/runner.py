@@ -75,11 +75,12 @@ class Outcome:
     def false_success(self) -> bool:
         """The run says success, but the task was impossible, the case says it should have given up
         (a promoted `false_success`, a refund the rules forbid) or left it to a person, or a judge
-        disagrees."""
+        disagrees with how it ended or with what it did on the way (refunded before it was told to)."""
         last = self.segments[-1] if self.segments else None
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return False
-        return self.case.impossible or self.not_to_succeed is not None or bool(last.judge_failures)
+        judged_wrong = any(s.judge_failures for s in self.segments)  # at its end, or on the way there
+        return self.case.impossible or self.not_to_succeed is not None or judged_wrong
 
     @property
     def not_to_succeed(self) -> StopReason | None:
