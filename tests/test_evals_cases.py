@@ -73,7 +73,11 @@ MALFORMED = [
     ({"agent": "refunder", "fixture": None, "script": None}, "agent", "name the catalog it comes from"),
     ({"script": "csv/clean"}, "script", "'csv/clean' is a script for csv-cleaner, not invoice-downloader"),
     ({"judge": ["nothing_downloded"]}, "judge", "'nothing_downloded' is not one of"),
-    ({"judge": [{"invoice_saved": {"id": "INV-1"}}]}, "judge", "invoice_saved: missing a required argument"),
+    (
+        {"judge": [{"invoice_saved": {"id": "INV-1"}}]},
+        "judge",
+        "unknown argument(s) 'id'; it takes: invoice_id",
+    ),
     ({"judge": [None]}, "judge", "each judge is a name or {name: {argument: value}}"),
     ({"judge": None}, "judge", "needs an independent judge"),
     ({"impossible": "yes"}, "impossible", "must be true or false"),

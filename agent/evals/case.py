@@ -161,7 +161,7 @@ def load_cases(paths: Iterable[str | Path] = (), catalog: str | None = None) -> 
     `catalog` (module:attr) is where the agents of cases that name neither a seed agent nor a
     catalog of their own come from.
     """
-    files = [f for p in (list(paths) or [shipped_cases_dir()]) for f in _case_files(Path(p))]
+    files = _once([f for p in (list(paths) or [shipped_cases_dir()]) for f in _case_files(Path(p))])
     cases = [case for f in files for case in load_file(f, catalog)]
     _check_unique(cases)
     return cases
@@ -303,6 +303,15 @@ def _case_files(path: Path) -> list[Path]:
     if not path.exists():
         raise CaseError(f"{path}: no such case file or folder")
     return [path]
+
+
+def _once(files: list[Path]) -> list[Path]:
+    """Each file once, in the order first named: a folder and a file in it (`evals/ evals/mine.yaml`)
+    made every case of that file 'already used' in itself."""
+    first: dict[Path, Path] = {}
+    for f in files:
+        first.setdefault(f.resolve(), f)
+    return list(first.values())
 
 
 def _check_unique(cases: list[Case]) -> None:
@@ -605,7 +614,10 @@ def _then(f: _Fields) -> FollowUpSpec | None:
     action = f.pick("then.action", raw.get("action"), ACTIONS)
     expect = f.pick("then.expect", raw.get("expect"), StopReason)
     text = raw.get("text", "")
-    if not isinstance(text, str) or (action == "answer" and not text.strip()):
+    if not isinstance(text, str):  # YAML reads `text: no` as false, `text: 42` as a number
+        problem = f"must be a string, got {text!r:.60}: YAML reads an unquoted no, yes, on, off or number so"
+        raise f.error("then.text", f'{problem}; put the text in quotes (text: "no")')
+    if action == "answer" and not text.strip():
         raise f.error("then.text", "an 'answer' needs the person's answer as a non-empty string")
     return FollowUpSpec(action, StopReason(expect), text)
 
@@ -629,10 +641,20 @@ def _judge(f: _Fields, item: Any, catalog: str | None = None) -> JudgeRef:
     try:
         inspect.signature(JUDGES[name]).bind(None, **params)
     except TypeError as exc:
-        raise f.error("judge", f"{name}: {exc}") from exc
+        raise f.error("judge", f"{name}: {_unknown_arguments(JUDGES[name], params) or exc}") from exc
     if (problem := _argument_problem(JUDGES[name], params)) is not None:
         raise f.error("judge", f"{name}: {problem}")
     return JudgeRef(name, params)
+
+
+def _unknown_arguments(fn: Any, params: Mapping[str, Any]) -> str:
+    """The arguments a judge does not take, with those it does ('' when it takes them all): a
+    misspelt `ordr:` was said only as the right one missing."""
+    taken = list(inspect.signature(fn).parameters)[1:]  # the first is the run
+    unknown = [str(p) for p in params if p not in taken]
+    if not unknown or any(p.kind is p.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()):
+        return ""
+    return f"unknown argument(s) {', '.join(map(repr, unknown))}; it takes: {', '.join(taken) or 'none'}"
 
 
 def _import_judges_of(f: _Fields, catalog: str) -> None:
@@ -714,6 +736,13 @@ def _check_consistent(f: _Fields, case: Case) -> None:
         )
     if case.impossible and StopReason.SUCCESS in case.expected:
         raise f.error("impossible", "an impossible task cannot expect success")
+    if case.impossible and case.expected[-1] is not StopReason.GAVE_UP:
+        raise f.error(
+            "impossible",
+            f"an impossible task is one to give up (counted under correct give-up): its last expected "
+            f"stop must be gave_up, not {case.expected[-1]}; for a task that ends otherwise on purpose, "
+            "leave impossible out",
+        )
     if (case.impossible or StopReason.SUCCESS in case.expected) and not case.judges and not case.replay:
         raise f.error("judge", "a case that expects success or is impossible needs an independent judge")
     names = {ref.name for ref in case.judges}

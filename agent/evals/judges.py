@@ -14,11 +14,12 @@ field, with keyword arguments as `{name: {arg: value}}`.
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,8 +249,31 @@ def run_judge(name: str, params: dict[str, Any], run: Judged) -> list[str]:
 
 
 def judge_verdict(name: str, params: dict[str, Any], run: Judged) -> tuple[list[str], str | None]:
-    """What one judge found wrong, and why it could not judge (it raised), or None."""
+    """What one judge found wrong, and why it could not judge (it raised, or returned no list of
+    problems), or None."""
     try:
-        return [f"{name}: {p}" for p in JUDGES[name](run, **params)], None
+        found = JUDGES[name](run, **params)
+        problems = None if _not_a_list(found) else [f"{name}: {p}" for p in found]
     except Exception as exc:  # a broken judge must fail the case, visibly
         return [], f"{name}: the judge raised {type(exc).__name__}: {exc}"
+    if problems is None:
+        return [], f"{name}: the judge returned {_kind(found)}, not a list of what is wrong ([]: all well)"
+    return problems, None
+
+
+def _not_a_list(found: Any) -> bool:
+    """A judge's return that is no list of problems: a text (read a letter at a time, each letter a
+    problem; an empty one passed), a bool or None (`return path.exists()`), a mapping, a coroutine."""
+    if inspect.iscoroutine(found):
+        found.close()  # an `async def` judge: never awaited, and it said nothing
+        return True
+    return isinstance(found, str | bytes | Mapping) or not isinstance(found, Iterable)
+
+
+def _kind(found: Any) -> str:
+    """What a judge returned, in a few words."""
+    if inspect.iscoroutine(found):
+        return "a coroutine (a judge is a plain function, not async def)"
+    if isinstance(found, bool | str) or found is None:
+        return f"{type(found).__name__} {found!r:.60}"
+    return type(found).__name__

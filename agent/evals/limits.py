@@ -7,10 +7,11 @@ longest successful run, rounded up to a round number (1, 1.2, 1.5, 2, 2.5, 3,
 stays within about twice the longest one: when 95% of successful runs need at
 most 14 turns and the longest needs 19, it suggests 25. (A time ceiling is
 never under one second.) When one far-out success sets a ceiling (the longest
-over 3 x the 95th percentile), a note says so and what the percentile alone
-would give: the ceiling stays above it, and a person decides. A task type with no
-successful run gets no suggestion: failures say nothing about what the task
-needs.
+over 3 x the 95th percentile; among fewer than 20 runs, where that percentile is
+the longest run itself, over 3 x the 95th percentile of the others), a note says
+so and what the percentile alone would give: the ceiling stays above it, and a
+person decides. A task type with no successful run gets no suggestion: failures
+say nothing about what the task needs.
 
 A run whose cost is unknown (a model without a known price) is left out of the
 cost ceiling, never counted as $0; the suggestion says how many were.
@@ -79,12 +80,15 @@ class Observed:
 
     `past_top`: runs past a histogram's largest bucket (Prometheus), whose size is unknown: then
     `longest` is that bucket's bound, a floor, and no ceiling can be read above the runs.
+    `others`: the quantile of the runs but the longest one (None: unknown, or no other run), which
+    shows an outlier among few runs, where the 95th percentile is the longest run itself.
     """
 
     count: int
     quantile: float
     longest: float
     past_top: int = 0
+    others: float | None = None
 
 
 @dataclass(frozen=True)
@@ -274,7 +278,10 @@ class RecordHistory:
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
         used = (r.used(kind) for r in self._of(task_type) if r.succeeded)
         values = [v for v in used if v is not None]  # an unknown cost is left out, never $0
-        return Observed(len(values), nearest_rank(values, q), max(values)) if values else None
+        if not values:
+            return None
+        others = nearest_rank(sorted(values)[:-1], q) if len(values) > 1 else None
+        return Observed(len(values), nearest_rank(values, q), max(values), others=others)
 
     def unknown(self, task_type: str, kind: LimitKind) -> int:
         """Successful runs whose use of `kind` is unknown (their cost, when a price was missing)."""
@@ -400,26 +407,38 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
 
 
 def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
-    """A note for each ceiling that one far-out success sets (its longest run over `OUTLIER` x p95)."""
+    """A note for each ceiling that one far-out success sets (its longest run over `OUTLIER` x p95,
+    or among few runs x the others' p95)."""
     notes = []
     for c in ceilings:
         o = c.observed
-        if o.count > 1 and 0 < o.quantile * OUTLIER < o.longest:
-            alone = suggest_ceiling(c.kind, Observed(o.count, o.quantile, o.quantile), headroom)
+        typical, of = _typical(o)
+        if o.count > 1 and 0 < typical * OUTLIER < o.longest:
+            alone = suggest_ceiling(c.kind, Observed(o.count, typical, typical), headroom)
             notes.append(
                 f"{c.kind}: the longest successful run ({_fmt(c.kind, o.longest)}) is "
-                f"{o.longest / o.quantile:.0f}x the 95th percentile ({_fmt(c.kind, o.quantile)}): an outlier "
-                "sets this ceiling. Look at that run (`endstate review`); from the 95th percentile alone "
-                f"it would be {_fmt(c.kind, alone.suggested if alone else o.quantile)}"
+                f"{o.longest / typical:.0f}x the 95th percentile{of} ({_fmt(c.kind, typical)}): an outlier "
+                f"sets this ceiling. Look at that run (`endstate review`); from the 95th percentile{of} "
+                f"alone it would be {_fmt(c.kind, alone.suggested if alone else typical)}"
             )
     return tuple(notes)
+
+
+def _typical(o: Observed) -> tuple[float, str]:
+    """What the longest run is set against: the 95th percentile, or among few runs (where that is
+    the longest run itself) the 95th percentile of the others, with words saying which."""
+    if o.others is None or o.quantile < o.longest:
+        return o.quantile, ""
+    return o.others, " of the other successful runs"
 
 
 def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[str, ...]:
     notes = []
     if reviewed.false_successes:
         notes.append(
-            f"{reviewed.false_successes} success(es) labelled false_success left out of the successful runs"
+            f"{reviewed.false_successes} success(es) labelled false_success left out of the successful runs "
+            "(by a reviewer, or by an eval case that did not accept it: a false success, one its case did "
+            "not expect, one its judge could not check or its deadline cut)"
         )
     for kind, used in sorted(reviewed.too_low.items()):
         shown = next((c.suggested for c in ceilings if c.kind is kind), None)
@@ -500,6 +519,11 @@ def history_from_jsonl(lines: Iterable[str | bytes], source: str = "<input>") ->
 
 
 def _rows(obj: Any) -> list[dict[str, Any]]:
+    if isinstance(obj, dict) and "each_round" in obj:  # `eval --repeat`: every round's run
+        rounds = obj["each_round"]
+        if not isinstance(rounds, list) or not all(_a_round(r) for r in rounds):
+            raise ValueError("each_round must be a list of eval case objects (with segments, no each_round)")
+        return [row for r in rounds for row in _rows(r)]
     if isinstance(obj, dict) and "segments" in obj:
         segments = obj["segments"]
         if not isinstance(segments, list) or not all(isinstance(s, dict) for s in segments):
@@ -512,6 +536,11 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
         return [obj]
     return []  # a summary line or anything else that is not a run
+
+
+def _a_round(obj: Any) -> bool:
+    """One round of a repeated eval case: a case object with its segments, not rounds again."""
+    return isinstance(obj, dict) and "segments" in obj and "each_round" not in obj
 
 
 def _unjudgeable(segment: Mapping[str, Any]) -> bool:

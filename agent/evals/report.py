@@ -24,7 +24,7 @@ class Summary:
     stops: dict[str, dict[str, int]]  # task type -> stop reason -> segments
     successes: int  # runs whose last segment ended in success
     true_successes: int  # ... and that every judge and the case's expectations accept
-    impossible: int  # cases impossible on purpose that ran
+    impossible: int  # cases impossible on purpose that were not skipped (crashed, timed out included)
     correct_give_ups: int  # ... that ended in gave_up and passed their judges
     false_successes: tuple[str, ...]  # case names
     skipped_why: dict[str, int] = field(default_factory=dict)  # why cases were skipped -> how many
@@ -59,7 +59,8 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
     for o in ran:
         stops.setdefault(o.case.task_type, Counter()).update(str(s.result.reason) for s in o.segments)
     succeeded = [o for o in ran if o.final and o.final.reason is StopReason.SUCCESS]
-    impossible = [o for o in ran if o.case.impossible]
+    # an impossible task that crashed or hung gave no correct give-up: it counts, as one that did not
+    impossible = [o for o in outcomes if o.case.impossible and not o.skipped]
     return Summary(
         cases=len(outcomes),
         met=sum(o.met for o in outcomes if not o.skipped),
@@ -86,7 +87,10 @@ def _gave_up(o: Outcome) -> bool:
 
 
 def case_json(o: Outcome) -> dict[str, Any]:
-    """One JSON line per case: what was expected, what happened, every segment's result."""
+    """One JSON line per case: what was expected, what happened, every segment's result; with
+    repeats, the round shown (its worst) and `each_round`, every round's own (`limits suggest`
+    reads every run from them)."""
+    rounds = {"each_round": [case_json(r) for r in o.each_round]} if o.each_round else {}
     return {
         "case": o.case.name,
         "agent": o.case.agent,
@@ -114,6 +118,7 @@ def case_json(o: Outcome) -> dict[str, Any]:
             }
             for i, s in enumerate(o.segments, 1)
         ],
+        **rounds,
     }
 
 
@@ -231,6 +236,13 @@ def _rates(summary: Summary) -> list[str]:
     return lines
 
 
+_EXPECTS = {
+    StopReason.GAVE_UP: "the case expects a give-up",
+    StopReason.NEED_HELP: "the case expects it to ask a person (need_help), not to decide alone",
+    StopReason.HELP_TIMEOUT: "the case expects it to wait for a person who never answers (help_timeout)",
+}
+
+
 def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
     false = [o for o in outcomes if o.false_success]
     if not false:
@@ -239,11 +251,11 @@ def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
     lines = [
         bar,
         f"!! FALSE SUCCESS: {len(false)} run(s) say success, but the task was impossible, "
-        "the case expects a give-up, or the eval's judge disagrees:",
+        "the case expects a give-up or a person's say, or the eval's judge disagrees:",
     ]
     for o in false:
         why = ["the task is impossible on purpose"] if o.case.impossible else []
-        why += [] if o.case.impossible or o.case.expected[-1] != "gave_up" else ["the case expects a give-up"]
+        why += [] if o.case.impossible or o.not_to_succeed is None else [_EXPECTS[o.not_to_succeed]]
         why += [f for s in o.segments for f in s.judge_failures]
         lines.append(f"!!   {o.case.name}: {'; '.join(why)}")
     return [*lines, bar]

@@ -56,6 +56,7 @@ class Outcome:
     crashed: str = ""
     rounds: tuple[int, int] | None = None  # with repeats: (rounds that met the case, rounds run)
     timed_out: TimedOut | None = None  # its deadline passed: where it was (its segments: runs that ended)
+    each_round: tuple[Outcome, ...] = ()  # with repeats: every round that ran, in order
 
     @property
     def flaky(self) -> bool:
@@ -73,12 +74,24 @@ class Outcome:
     @property
     def false_success(self) -> bool:
         """The run says success, but the task was impossible, the case says it should have given up
-        (a promoted `false_success`, a refund the rules forbid), or a judge disagrees."""
+        (a promoted `false_success`, a refund the rules forbid) or left it to a person, or a judge
+        disagrees with how it ended or with what it did on the way (refunded before it was told to)."""
         last = self.segments[-1] if self.segments else None
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return False
-        should_give_up = self.case.expected[-1] is StopReason.GAVE_UP
-        return self.case.impossible or should_give_up or bool(last.judge_failures)
+        judged_wrong = any(s.judge_failures for s in self.segments)  # at its end, or on the way there
+        return self.case.impossible or self.not_to_succeed is not None or judged_wrong
+
+    @property
+    def not_to_succeed(self) -> StopReason | None:
+        """The stop the case expects where the run succeeded, when that stop says no success may come
+        there: a give-up, or a person's say (need_help: the agent decided what only a person may;
+        help_timeout: it went on with no answer). None otherwise."""
+        last = self.segments[-1] if self.segments else None
+        if last is None or last.result.reason is not StopReason.SUCCESS:
+            return None
+        expected = (last.expected, self.case.expected[-1])
+        return next((e for e in expected if e in NOT_TO_SUCCEED), None)
 
     @property
     def unjudged(self) -> bool:
@@ -133,6 +146,8 @@ def _cut(text: str, most: int) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
 
 
+# stops a case expects that no success may take the place of: a success there is a false success
+NOT_TO_SUCCEED = (StopReason.GAVE_UP, StopReason.NEED_HELP, StopReason.HELP_TIMEOUT)
 _AGENTS_OWN = (None, StopCause.AGENT)  # a give-up the agent chose (not the API's refusal, a guardrail)
 
 
@@ -299,14 +314,15 @@ async def run_cases(
 
 def merge_rounds(rounds: Sequence[Sequence[Outcome]]) -> list[Outcome]:
     """Per case, from rounds of the same cases: its first false success, else its first unmet
-    round, else its first round, with how many rounds met it (`rounds`): a case met only
-    sometimes is flaky, and fails."""
+    round, else its first round, with how many rounds met it (`rounds`) and every round that ran
+    (`each_round`): a case met only sometimes is flaky, and fails."""
     merged = []
     for runs in zip(*rounds, strict=True):
         ran = [o for o in runs if not o.skipped]
         worst = [o for o in ran if o.false_success] + [o for o in ran if not o.met]
         chosen = worst[0] if worst else runs[0]
-        merged.append(replace(chosen, rounds=(sum(o.met for o in ran), len(ran))) if ran else chosen)
+        met = (sum(o.met for o in ran), len(ran))
+        merged.append(replace(chosen, rounds=met, each_round=tuple(ran)) if ran else chosen)
     return merged
 
 
