@@ -82,6 +82,7 @@ COMPRESSIONS = {
     "traces": (ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, ev.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION),
     "logs": (ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL, ev.OTEL_EXPORTER_OTLP_LOGS_COMPRESSION),
 }
+LOGS_EXPORTERS = ("otlp", "console", "none")
 PROTOCOLS = (
     ev.OTEL_EXPORTER_OTLP_PROTOCOL,
     ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
@@ -145,6 +146,7 @@ def check_given_to_the_sdk(environ: Mapping[str, str]) -> None:
 def check_sdk_settings(environ: Mapping[str, str]) -> None:
     """A `ConfigError` for the first setting the SDK would refuse or ignore."""
     check_sampler(environ)
+    check_logs_exporter(environ)
     check_protocols(environ)
     check_trimmed(environ)
     check_resource_text(environ)
@@ -227,6 +229,17 @@ def _header_problem(item: str, index: int) -> str:
     if not _HEADER_VALUE.fullmatch(value.strip()):
         return f"the value of header {key.strip()!r} holds characters a header cannot carry"
     return ""
+
+
+def check_logs_exporter(environ: Mapping[str, str]) -> None:
+    """OTEL_LOGS_EXPORTER as OTEL_TRACES_EXPORTER is read: `otlp`, `console`, `none` or a list of
+    them; another name was taken as no exporter, and content events went nowhere unsaid."""
+    raw = environ.get(OTEL_LOGS_EXPORTER, "")
+    for kind in (k.strip().lower() for k in raw.split(",")):
+        if kind and kind not in LOGS_EXPORTERS:
+            raise ConfigError(
+                f"{OTEL_LOGS_EXPORTER}={raw!r}: {kind!r} is not supported: use 'otlp', 'console' or 'none'"
+            )
 
 
 def check_protocols(environ: Mapping[str, str]) -> None:

@@ -63,3 +63,27 @@ def test_the_demo_refuses_it_in_one_line_and_exits_2(tmp_path: os.PathLike[str])
         "endstate: OTEL_EXPORTER_OTLP_PROTOCOL='thrift' is not supported: use 'http/protobuf' or 'grpc'"
     ]
     assert "csv/clean" not in done.stdout
+
+
+@pytest.mark.parametrize("listed", ["bogus", "otlp,zipkin"])
+def test_a_logs_exporter_no_one_takes_is_refused_naming_it(
+    listed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, OTEL_LOGS_EXPORTER=bogus was taken as no exporter: content events went nowhere, unsaid,
+    though OTEL_TRACES_EXPORTER=bogus beside it was refused."""
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", listed)
+    with pytest.raises(
+        ConfigError, match=r"^OTEL_LOGS_EXPORTER=.*is not supported: use 'otlp', 'console' or 'none'"
+    ):
+        Telemetry.from_env(registry=CollectorRegistry())
+
+
+def test_a_logs_exporter_no_one_takes_is_refused_in_a_mapping_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigError, match=r"^OTEL_LOGS_EXPORTER='bogus'"):
+        Telemetry.from_env({"OTEL_LOGS_EXPORTER": "bogus"}, registry=CollectorRegistry())
+
+
+@pytest.mark.parametrize("listed", ["otlp", "console", "none", "otlp, console", ""])
+def test_a_logs_exporter_it_takes_sets_up(listed: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_LOGS_EXPORTER", listed)
+    Telemetry.from_env(registry=CollectorRegistry()).shutdown()
