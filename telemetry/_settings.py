@@ -82,6 +82,12 @@ COMPRESSIONS = {
     "traces": (ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, ev.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION),
     "logs": (ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL, ev.OTEL_EXPORTER_OTLP_LOGS_COMPRESSION),
 }
+LOGS_EXPORTERS = ("otlp", "console", "none")
+PROTOCOLS = (
+    ev.OTEL_EXPORTER_OTLP_PROTOCOL,
+    ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+    ev.OTEL_EXPORTER_OTLP_LOGS_PROTOCOL,
+)
 COMPRESSION_KINDS = {
     "http/protobuf": ("gzip", "deflate", "none"),
     "grpc": ("gzip",),
@@ -140,6 +146,8 @@ def check_given_to_the_sdk(environ: Mapping[str, str]) -> None:
 def check_sdk_settings(environ: Mapping[str, str]) -> None:
     """A `ConfigError` for the first setting the SDK would refuse or ignore."""
     check_sampler(environ)
+    check_logs_exporter(environ)
+    check_protocols(environ)
     check_trimmed(environ)
     check_resource_text(environ)
     check_headers(environ)
@@ -221,6 +229,26 @@ def _header_problem(item: str, index: int) -> str:
     if not _HEADER_VALUE.fullmatch(value.strip()):
         return f"the value of header {key.strip()!r} holds characters a header cannot carry"
     return ""
+
+
+def check_logs_exporter(environ: Mapping[str, str]) -> None:
+    """OTEL_LOGS_EXPORTER as OTEL_TRACES_EXPORTER is read: `otlp`, `console`, `none` or a list of
+    them; another name was taken as no exporter, and content events went nowhere unsaid."""
+    raw = environ.get(OTEL_LOGS_EXPORTER, "")
+    for kind in (k.strip().lower() for k in raw.split(",")):
+        if kind and kind not in LOGS_EXPORTERS:
+            raise ConfigError(
+                f"{OTEL_LOGS_EXPORTER}={raw!r}: {kind!r} is not supported: use 'otlp', 'console' or 'none'"
+            )
+
+
+def check_protocols(environ: Mapping[str, str]) -> None:
+    """Each OTLP protocol variable set names a protocol the exporters take, endpoint or not: one that
+    names none was refused only once an endpoint was set, so a bad value waited in the environment."""
+    for name in PROTOCOLS:
+        raw = environ.get(name, "")
+        if raw.strip() and raw.strip() not in COMPRESSION_KINDS:
+            raise ConfigError(f"{name}={raw!r} is not supported: use 'http/protobuf' or 'grpc'")
 
 
 def check_compression(environ: Mapping[str, str]) -> None:

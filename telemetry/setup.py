@@ -51,7 +51,7 @@ from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
-from telemetry._settings import check_given_to_the_sdk, check_sdk_settings, int_env
+from telemetry._settings import check_given_to_the_sdk, check_logs_exporter, check_sdk_settings, int_env
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
     FILE_LOG,
@@ -128,6 +128,7 @@ class Telemetry:
         adds Endstate's own settings, and one that sets an SDK variable otherwise is refused."""
         check_sdk_settings(os.environ)  # what the SDK reads; `environ` may add Endstate's own
         check_given_to_the_sdk(environ)
+        check_logs_exporter(environ)  # Endstate's own reading, from `environ`
         metrics = MetricsHooks(registry, pending)
         capture = capture_from_env(environ)
         exporter = (
