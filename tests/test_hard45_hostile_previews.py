@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from agent.durable.catalog import Catalog
 from agent.durable.runner import Runner
 from agent.durable.store import RunRecord, open_store
 from agent.models.scripted import ScriptedModel, call, finish
+from agent.service import briefing
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
 from agent.service.briefing import preview
@@ -32,6 +34,20 @@ TOKEN = "t" * 32
 class Unprintable:
     def __str__(self) -> str:
         raise RuntimeError("cannot print")
+
+
+class ExitsWhenPrinted:
+    def __str__(self) -> str:
+        sys.exit(3)  # a value's `__str__` is the tool's own code too
+
+
+class HangsWhenPrinted:
+    def __init__(self, released: threading.Event) -> None:
+        self.released = released
+
+    def __str__(self) -> str:
+        self.released.wait(120)  # released by the test; the preview's time limit must cut it first
+        return "late"
 
 
 def _exits(arguments: dict[str, Any]) -> str:
@@ -46,10 +62,15 @@ def _unprintable(arguments: dict[str, Any]) -> str:
     return Unprintable()  # type: ignore[return-value]
 
 
+def _exits_when_printed(arguments: dict[str, Any]) -> str:
+    return ExitsWhenPrinted()  # type: ignore[return-value]
+
+
 PREVIEWS: dict[str, tuple[Callable[[dict[str, Any]], str], str]] = {
     "exits": (_exits, "SystemExit: 2"),
     "interrupted": (_interrupted, "KeyboardInterrupt"),
     "unprintable": (_unprintable, "RuntimeError: cannot print"),
+    "exits when printed": (_exits_when_printed, "SystemExit: 3"),
 }
 
 
@@ -106,4 +127,22 @@ def test_the_inbox_answers_beside_a_failing_preview(tmp_path: Path, kind: str) -
                 assert record.run_id in page.text
             assert client.get("/healthz").status_code == 200
     finally:
+        runner.store.close()
+
+
+def test_a_value_slow_to_print_is_cut_by_the_preview_time_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Printed on the event loop, a value whose `__str__` hangs held the whole service (no page, no
+    API, no heartbeat) past PREVIEW_SECONDS; it is printed within the preview's time limit."""
+    monkeypatch.setattr(briefing, "PREVIEW_SECONDS", 0.5)
+    released = threading.Event()
+    catalog = _catalog(lambda arguments: HangsWhenPrinted(released))  # type: ignore[arg-type,return-value]
+    runner, record = _waiting(tmp_path, catalog)
+    try:
+        shown = asyncio.run(preview(record, catalog))
+
+        assert shown.missing.startswith("No preview: the tool's preview took longer than"), shown
+    finally:
+        released.set()
         runner.store.close()

@@ -16,6 +16,7 @@ from agent.agent import Agent
 from agent.budget import Budget, Extension
 from agent.clock import CancelSignal
 from agent.durable.catalog import Catalog, load_catalog
+from agent.durable.runner import either
 from agent.errors import ConfigError
 from agent.evals.case import Case
 from agent.evals.deadline import DEFAULT_TIMEOUT, CaseExit, Phase, PhaseHooks, TimedOut, Watch, bounded
@@ -370,23 +371,12 @@ def _catalog_world(
                     "Endstate agents only"
                 )
             cancel = entry.cancel(state) if entry.cancel else None
-            yield agent, world, state, EitherCancel(cancel, world.cancel) if cancel else world.cancel
+            # the world's is set by a replay where the recorded run was cancelled (its host shut down)
+            yield agent, world, state, either(cancel, world.cancel)
     finally:
         if entry.cleanup:
             watch.phase = Phase.CLEANUP
             entry.cleanup(state)
-
-
-@dataclass(frozen=True)
-class EitherCancel:
-    """Set when either signal is: the catalog entry's own, or the world's, which a replay sets where
-    the recorded run was cancelled (its host shut down)."""
-
-    own: CancelSignal
-    world: CancelSignal
-
-    def is_set(self) -> bool:
-        return self.own.is_set() or self.world.is_set()
 
 
 def _replayed(case: Case, world: World) -> Model | None:

@@ -126,14 +126,11 @@ async def preview(record: RunRecord, catalog: Catalog) -> Preview:
     if key in _RUNNING:  # a refresh while the last one still runs: no second thread for it
         return Preview(missing="No preview: the tool's preview of this call, started earlier, still runs.")
     try:
-        text = await asyncio.wait_for(
+        whole = await asyncio.wait_for(
             _in_thread(key, found.preview, dict(record.pending.arguments)), PREVIEW_SECONDS
         )
-        whole = str(text)  # the tool's own value: its `__str__` may fail too
     except TimeoutError:
         return Preview(missing=f"No preview: the tool's preview took longer than {PREVIEW_SECONDS:g} s.")
-    except asyncio.CancelledError:
-        raise
     except Exception as exc:  # the tool's own code: its failure is shown, not raised
         failed = exc.exc if isinstance(exc, _Exited) else exc
         return Preview(missing=f"No preview: the tool's preview failed ({_why(failed)}).")
@@ -155,17 +152,19 @@ _RUNNING: set[tuple[str, str]] = set()  # (run id, call id) of the previews runn
 
 async def _in_thread(
     key: tuple[str, str], make: Callable[[dict[str, Any]], object], arguments: dict[str, Any]
-) -> Any:
-    """`make(arguments)` on the tools' daemon threads, marked running under `key` until it returns.
+) -> str:
+    """`make(arguments)` as text on the tools' daemon threads, marked running under `key` until it
+    returns. The value is printed there too: its `__str__` is the tool's own code, which may fail
+    (`SystemExit` too) or hang like the preview itself, and on the loop it would stop the service.
 
     Not the default executor: a preview that hangs would hold one of its few threads for good
     (each inbox refresh another), and with them the service's own work there (lease heartbeats,
     audits), and keep the process from exiting.
     """
 
-    def job() -> object:
+    def job() -> str:
         try:
-            return make(arguments)
+            return str(make(arguments))
         except Exception:
             raise
         except BaseException as exc:  # raised in `wait_for`'s task, it would stop the service's loop

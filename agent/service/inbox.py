@@ -161,9 +161,11 @@ class Inbox:
 
     async def login(self, request: Request) -> Response:
         same_origin(request)
+        form = await form_of(request)
+        # asked after the form is read, with no wait before the token is counted: asked before, every
+        # sign-in sent while the others' forms were read passed, and had its token checked
         if wait := self.service.throttled(request):
             return await self._paused(request, wait)
-        form = await form_of(request)
         if not self.service.token.accepts(form.get("token")):
             if form.get("token"):
                 self.service.wrong_token(request)
