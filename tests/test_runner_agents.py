@@ -221,6 +221,14 @@ def kill_points(state: dict[str, Any]) -> Agent:
     return dataclasses.replace(agent, name="kill-points", model=model, fingerprint=fingerprint, hooks=hooks)
 
 
+def said(path: Path, text: str) -> None:
+    """Write `path` whole at once: a test that waits for it to exist reads all of `text` (a file being
+    written exists, empty, before its text is in: a test killed the process there and read '')."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
+
+
 class _EndPoint(_PullThePlug):
     """Stops dead when the segment has ended, before the runner records it (while `flag` exists;
     it writes `ended.txt` first)."""
@@ -230,7 +238,7 @@ class _EndPoint(_PullThePlug):
 
     def run_ended(self, result: Any) -> None:
         if self.flag.exists():
-            (self.flag.parent / "ended.txt").write_text(str(result.reason))
+            said(self.flag.parent / "ended.txt", str(result.reason))
             _block_while(self.flag)
 
 
@@ -254,7 +262,7 @@ class WaitingModel(ScriptedModel):
 
     async def complete(self, request: Any) -> Any:
         if request.replies == 2:
-            (self.flag.parent / "asked.txt").write_text("the third model call")
+            said(self.flag.parent / "asked.txt", "the third model call")
             await asyncio.to_thread(_block_while, self.flag)
         return await super().complete(request)
 
