@@ -12,6 +12,7 @@ is open is now timed at its end and reported once none is open, as `exact_counts
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -85,14 +86,27 @@ def test_a_stream_of_model_calls_at_once_reads_as_the_run_does() -> None:
         assert (result.turns, result.input_tokens, chats(rig)) == (2, 1100, [(100, None), (1000, None)])
 
 
-def test_a_run_cancelled_while_one_call_is_open_counts_the_call_that_ended_beside_it() -> None:
+def test_a_run_cancelled_while_one_call_is_open_counts_the_call_that_ended_beside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     async def cancelled() -> RunResult:
-        task = asyncio.create_task(endstate_lg.arun(two_branches(30, 0.05), INPUT, hooks=rig.hooks))
-        await asyncio.sleep(0.5)  # b has replied; a's call is still open
+        read_b = asyncio.Event()
+        read = endstate_lg._Reader.read
+
+        def reading(reader: Any, task: Mapping[str, Any], inner: bool = False) -> None:
+            read(reader, task, inner)
+            if task.get("name") == "b" and "result" in task:
+                read_b.set()
+
+        monkeypatch.setattr(endstate_lg._Reader, "read", reading)
+        task = asyncio.create_task(endstate_lg.arun(two_branches(3600, 0.05), INPUT, hooks=rig.hooks))
+        await asyncio.wait_for(read_b.wait(), 60)  # b has replied (its result read); a's call is still open
         task.cancel()
         return await task
 
-    endstate_lg.run(two_branches(0.05, 0.1), INPUT)  # the nodes are known to call the model
+    # a watched run teaches that the nodes call the model (an unwatched one teaches nothing)
+    with rigged() as teacher:
+        endstate_lg.run(two_branches(0.05, 0.1), INPUT, hooks=teacher.hooks)
     with rigged() as rig:
         result = asyncio.run(cancelled())
         assert (result.reason, result.turns, result.input_tokens) == (StopReason.CANCELLED, 2, 1000)
