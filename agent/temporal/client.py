@@ -52,7 +52,7 @@ from agent._valid import is_text, is_whole
 from agent.budget import Extension
 from agent.durable.runner import RUN_ID, AnswerError, check_state, checked_answerer
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
-from agent.durable.store.base import when
+from agent.durable.store.base import too_late
 from agent.errors import ConfigError
 from agent.journal import Journal
 from agent.result import LimitKind, RunResult, StopReason
@@ -456,11 +456,8 @@ class TemporalRuns:
         record = await _record(execution)
         deadline = record.deadline if record.status is RunStatus.WAITING else None
         if deadline is not None and deadline <= time.time():
-            raise NotClaimable(
-                f"run {execution.id}'s deadline passed at {when(deadline)}; the answer came too late and "
-                "nothing was changed. The deadline's timer ends the run under its help policy once an "
-                f"`endstate worker` polls task queue {self.task_queue!r}"
-            )
+            timer = "The deadline's timer ends the run under its help policy once an `endstate worker` polls"
+            raise too_late(execution.id, deadline, f"{timer} task queue {self.task_queue!r}")
 
     async def _described(self, run_id: str) -> WorkflowExecutionDescription:
         """The run's latest execution, when it is on this client's task queue; else `UnknownRun` (for

@@ -36,7 +36,7 @@ from agent.durable.store.base import (
     answer_kind,
     dumps,
     pending_of,
-    when,
+    too_late,
 )
 from agent.errors import SnapshotError
 from agent.journal import Entry
@@ -326,10 +326,7 @@ class SqlStore:
                 "nothing was changed: read the run again and answer its current question"
             )
         if expired is False and current.deadline is not None:
-            return NotClaimable(
-                f"run {run_id}'s deadline passed at {when(current.deadline)}; the answer came too late "
-                "and nothing was changed. The deadline sweep ends the run under its help policy"
-            )
+            return too_late(run_id, current.deadline, "The deadline sweep ends the run under its help policy")
         return NotClaimable(f"run {run_id}'s deadline has not passed; nothing was changed")
 
     def take_over(

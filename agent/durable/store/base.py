@@ -474,6 +474,15 @@ def when(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def too_late(run_id: str, deadline: float, ends_it: str) -> NotClaimable:
+    """The refusal of an answer that came after the run's deadline; `ends_it`: what ends the run under
+    its help policy instead, in a sentence (a store's deadline sweep, a Temporal run's timer)."""
+    return NotClaimable(
+        f"run {run_id}'s deadline passed at {when(deadline)}; the answer came too late and nothing was "
+        f"changed. {ends_it}"
+    )
+
+
 # What orjson writes as the standard library would not is refused here and written by the latter:
 # a dataclass or a datetime (an error, as before), a non-string key, an integer past 64 bits.
 _ORJSON = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
