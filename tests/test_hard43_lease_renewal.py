@@ -16,13 +16,13 @@ from agent.durable.runner import Catalog, Runner
 from agent.durable.store import StoreError, open_store
 from agent.models.scripted import ScriptedModel, call, finish
 
-LEASE = 3.0  # seconds: renewed every 1 s
+LEASE = 9.0  # seconds: renewed every 3 s, and 0.3 s after a failed renewal
 
 
 @tool
 async def slow() -> str:
     """Work for a while (the lease is renewed meanwhile)."""
-    await asyncio.sleep(2.5)
+    await asyncio.sleep(4.5)  # past the first beat and its retry
     return "done"
 
 

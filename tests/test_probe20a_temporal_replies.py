@@ -45,7 +45,7 @@ def test_an_answer_too_large_for_temporal_is_refused_and_the_run_still_takes_a_r
             started = time.monotonic()
             with pytest.raises(AnswerError, match=r"the reply is 2,500,00\d bytes, over the 1,500,000"):
                 await runs.answer(asked.run_id, HUGE)  # was a ConfigError after 20 s, the run wedged
-            assert time.monotonic() - started < 5
+            assert time.monotonic() - started < 12  # was: refused after 20 s
 
             # A client that does not check (an older one, `temporal workflow update`): the workflow's
             # validator refuses an answer no model call could be sent (it was taken, and the run ended

@@ -20,7 +20,7 @@ def ctx() -> RunContext:
     return RunContext("run-1", "agent", "task", "default")
 
 
-def retrying(timeout: float | None, tries: int = 20) -> object:
+def retrying(timeout: float | None, tries: int = 60) -> object:
     """A tool that retries on any failure, its own cancellation too (a bare `except:`): it gives up
     after `tries` half-second waits, so the old code ends the test late instead of hanging it."""
 
@@ -43,7 +43,7 @@ def test_an_async_tool_that_swallows_its_cancellation_still_ends_at_its_timeout(
     outcome = asyncio.run(execute(retrying(0.2), {}, ctx()))  # type: ignore[arg-type]
     took = time.monotonic() - start
     assert (outcome.is_error, outcome.error_type) == (True, "timeout"), outcome
-    assert took < 4, f"the tool held the call {took:.1f} s past its 0.2 s timeout"
+    assert took < 12, f"the tool held the call {took:.1f} s past its 0.2 s timeout"
 
 
 def test_the_run_goes_on_past_a_tool_that_swallows_its_cancellation() -> None:
@@ -53,7 +53,7 @@ def test_the_run_goes_on_past_a_tool_that_swallows_its_cancellation() -> None:
     result = agent.run("Fetch the page.")
     assert result.reason is StopReason.SUCCESS
     assert "Last result (fetch): Error: tool 'fetch' timed out after 0.2 s." in result.summary
-    assert time.monotonic() - start < 4
+    assert time.monotonic() - start < 12  # was: held until its 30 s of retries ended
 
 
 def test_the_time_budget_cuts_a_tool_that_swallows_its_cancellation() -> None:
@@ -62,7 +62,7 @@ def test_the_time_budget_cuts_a_tool_that_swallows_its_cancellation() -> None:
     start = time.monotonic()
     result = agent.run("Fetch the page.")
     assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
-    assert time.monotonic() - start < 4
+    assert time.monotonic() - start < 12  # was: held until its 30 s of retries ended
 
 
 def test_a_tool_that_cleans_up_after_its_cancellation_still_finishes_its_cleanup() -> None:
@@ -106,7 +106,7 @@ def test_the_callers_cancel_ends_a_run_whose_tool_swallows_it() -> None:
     start = time.monotonic()
     result = asyncio.run(main())
     assert result.reason is StopReason.CANCELLED  # type: ignore[attr-defined]
-    assert time.monotonic() - start < 4
+    assert time.monotonic() - start < 12  # was: held until its 30 s of retries ended
 
 
 # -- what @tool takes besides a def --------------------------------------------------------------

@@ -17,9 +17,9 @@ from agent.verify import CommandVerifier
 
 
 async def polls_until_green(ctx: RunContext) -> list[str]:
-    """Polls a CI status, retrying on any failure: gives up after 16 half-second waits (8 s), so the
+    """Polls a CI status, retrying on any failure: gives up after 60 half-second waits (30 s), so the
     old code ends the test late rather than hanging it."""
-    for _ in range(16):
+    for _ in range(60):
         try:
             await asyncio.sleep(0.5)
         except:  # noqa: E722  # the mistake under test: it catches CancelledError too
@@ -35,7 +35,7 @@ def test_an_async_verifier_that_swallows_its_cancellation_is_cut_at_the_time_bud
     took = time.monotonic() - start
     assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.SECONDS), result.note
     assert not result.verified
-    assert took < 4, f"the verifier held the run {took:.1f} s with a 0.5 s budget"
+    assert took < 12, f"the verifier held the run {took:.1f} s with a 0.5 s budget"
 
 
 def test_an_async_verifier_still_gives_its_verdict() -> None:

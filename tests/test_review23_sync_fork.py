@@ -50,7 +50,7 @@ def test_a_forked_child_runs_on_a_loop_of_its_own_and_the_parent_keeps_its_own()
     # parent's self-pipe from the epoll instance they shared: this waited for the timeout)
     began = time.monotonic()
     assert run_sync(asyncio.wait_for(asyncio.to_thread(slept), 10)) == "woken"
-    assert time.monotonic() - began < 3  # the thread ends after 0.2 s (was: woken by the 10 s timer)
+    assert time.monotonic() - began < 8  # the thread ends after 0.2 s (was: woken by the 10 s timer)
 
 
 def slept() -> str:
