@@ -98,6 +98,7 @@ from agent.service.http import (
     status_of,
     waiting_page,
 )
+from agent.service.throttle import shared_note
 from agent.text import lookalikes
 
 log = logging.getLogger("endstate.service")
@@ -433,7 +434,8 @@ class Api:
             raise Problem(
                 429,
                 f"too many wrong tokens came from your address; tokens from it are not checked for "
-                f"{wait} s (nothing was read or changed). Send the right token after Retry-After",
+                f"{wait} s (nothing was read or changed). Send the right token after Retry-After."
+                + shared_note(request),
                 headers={"Retry-After": str(wait)},
             )
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")

@@ -58,6 +58,7 @@ from agent.service.http import (
     status_of,
     waiting_page,
 )
+from agent.service.throttle import shared_note
 from agent.service.visible import escape, visible_json
 from agent.text import lookalikes
 
@@ -186,7 +187,7 @@ class Inbox:
         """The page saying sign-in from this address is paused (429), the token not checked."""
         error = (
             f"Too many wrong tokens were tried from your address: sign-in from it is paused for {wait} s "
-            "(the token you sent was not checked). Try again then."
+            "(the token you sent was not checked). Try again then." + shared_note(request)
         )
         response = await self.render(request, error=error, status=429)
         response.headers["Retry-After"] = str(wait)
