@@ -160,7 +160,8 @@ def label(
     try:
         chosen = Label(value)
     except ValueError:
-        raise ReviewError(f"{value!r} is not a label; use one of: {', '.join(Label)}") from None
+        shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
+        raise ReviewError(f"{shown} is not a label; use one of: {', '.join(Label)}") from None
     name = labeller(by)
     if len(note) > NOTE_CHARS:
         raise ReviewError(

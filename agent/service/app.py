@@ -35,8 +35,10 @@ path does not take), 408 (the body did not arrive in time), 409 (not waiting,
 or claimed by another worker), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question), 429 (too many wrong tokens from
 this client address: `agent.service.throttle`, with Retry-After). None of them changes
-the store. A bug in the service (an exception that is no EndstateError) is a 500 with an
-error id, its traceback in the server's log and never in the response (`Api.crashed`).
+the store. A message that repeats what was sent (a name, a field, an id) is cut to its
+start and end past `MAX_SAID` characters (`said`; the inbox's pages too). A bug in the
+service (an exception that is no EndstateError) is a 500 with an error id, its traceback
+in the server's log and never in the response (`Api.crashed`).
 
 Every response, a 500 included, says `X-Content-Type-Options: nosniff` and, unless it sets
 its own, `Cache-Control: no-store` (`SafeHeaders`, around the whole app: `ServiceApp`).
@@ -95,6 +97,7 @@ from agent.service.http import (
     parse_json,
     read_body,
     required,
+    said,
     status_of,
     waiting_page,
 )
@@ -237,7 +240,8 @@ class Api:
 
     async def problem(self, request: Request, exc: Exception) -> Response:
         headers = getattr(exc, "headers", None)
-        return StandardJSON({"error": self.shown(str(exc))}, status_code=status_of(exc), headers=headers)
+        message = said(self.shown(str(exc)))  # scrubbed whole, then cut: no password is half cut
+        return StandardJSON({"error": message}, status_code=status_of(exc), headers=headers)
 
     async def no_route(self, request: Request, exc: Exception) -> Response:
         """No such path (404) or method (405): JSON saying so, like every other error."""

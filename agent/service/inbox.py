@@ -55,6 +55,7 @@ from agent.service.http import (
     notice_of,
     notice_params,
     read_body,
+    said,
     status_of,
     waiting_page,
 )
@@ -603,7 +604,8 @@ def span(seconds: float) -> str:
 
 
 def notice(text: str, kind: str) -> str:
-    return f'<p class="{kind}" role="status">{escape(text)}</p>' if text else ""
+    """A notice or an error on a page, at most `MAX_SAID` characters of it (`said`)."""
+    return f'<p class="{kind}" role="status">{escape(said(text))}</p>' if text else ""
 
 
 _SIGN_IN = """<form method="post" action="/inbox/login" class="login">
