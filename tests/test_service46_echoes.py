@@ -107,3 +107,11 @@ def test_an_inbox_page_that_repeats_a_huge_value_sent_is_cut(
     [error] = errors_on(response.text)
     assert says in error and len(error) <= MAX_SAID, (len(error), error[:300])
     assert len(response.text) < 40_000  # the page itself: its own few kilobytes, no echo
+
+
+def test_a_method_no_endpoint_takes_is_not_repeated_whole(api: TestClient) -> None:
+    """A 405's message named the method whole: a request line's 10,000-character method came back."""
+    response = api.request("A" * 10_000, "/runs")
+    assert response.status_code == 405
+    error = error_of(response)
+    assert "this endpoint does not take" in error and len(error) < 500, len(error)

@@ -246,10 +246,10 @@ class Api:
     async def no_route(self, request: Request, exc: Exception) -> Response:
         """No such path (404) or method (405): JSON saying so, like every other error."""
         status, detail = getattr(exc, "status_code", 404), getattr(exc, "detail", "")
-        where = f"{request.method} {request.url.path[:200]}"
+        where = asked(request)
         message = {
             404: f"{where}: no such endpoint here (the API: /runs, /runs/{{id}}, /pending, /inbox)",
-            405: f"{where}: this endpoint does not take {request.method}",
+            405: f"{where}: this endpoint does not take {request.method[:20]}",
         }.get(status, f"{where}: {detail}")
         return StandardJSON({"error": message}, status_code=status, headers=getattr(exc, "headers", None))
 
@@ -260,7 +260,7 @@ class Api:
         Starlette re-raises it after this, and the server logs its traceback. The server then closes
         the connection, which the 500 says (a client reusing it got a reset on its next request)."""
         error_id = uuid.uuid4().hex[:12]
-        where = f"{request.method} {request.url.path[:200]}"
+        where = asked(request)
         log.error("%s failed (error id %s): %s; its traceback follows", where, error_id, type(exc).__name__)
         message = (
             f"{where} failed: the service hit a bug (error id {error_id}; logged on the server with "
@@ -271,7 +271,7 @@ class Api:
 
     async def gone(self, request: Request, exc: Exception) -> Response:
         """The client went away mid-body: one line in the log, nothing to answer."""
-        log.info("%s %s: the client disconnected before its body arrived", request.method, request.url.path)
+        log.info("%s: the client disconnected before its body arrived", asked(request))
         return Response(status_code=400)
 
     def shown(self, message: str) -> str:
@@ -464,6 +464,11 @@ class Api:
 
 
 # -- request helpers ----------------------------------------------------------------------------
+
+
+def asked(request: Request) -> str:
+    """`METHOD /path` for a message, each cut (a request line may hold kilobytes of either)."""
+    return f"{request.method[:20]} {request.url.path[:200]}"
 
 
 def answered_by(body: dict[str, Any]) -> str | None:
