@@ -137,5 +137,4 @@ def test_a_real_serve_answers_a_bug_with_a_safe_500_logs_the_traceback_and_stops
     assert code == 0, server.log.read_text()
     log = server.log.read_text()
     assert log.count(error_id) == 1, log
-    assert log.count("Traceback (most recent call last)") == 1, log
-    assert SECRET in log  # the traceback says what failed, to the operator
+    assert log.count(f"KeyError: 'password={SECRET}'") == 1, log  # the traceback, once, for the operator
