@@ -38,6 +38,7 @@ FAILED_LIMIT = 10  # failed token attempts an address may make within `FAILED_WI
 FAILED_WINDOW = 60.0
 MAX_CLIENTS = 10_000  # addresses the throttle remembers; past it the stalest is forgotten
 SAY_EVERY = 60.0  # seconds between two log lines about throttled attempts
+MAX_KEY = 253  # characters of an address that is no IP kept as its key (X-Forwarded-For says any text)
 NO_ADDRESS = "(no address)"  # the key of every request without a client address: no address reads so
 
 
@@ -121,7 +122,7 @@ def client_key(address: str | None) -> str:
     try:
         ip = ipaddress.ip_address(text)
     except ValueError:
-        return text
+        return text[:MAX_KEY]  # a name, or what a trusted proxy's header said: at most a DNS name's length
     if isinstance(ip, ipaddress.IPv6Address):
         mapped = ip.ipv4_mapped  # ::ffff:192.0.2.1 is that IPv4 client
         return str(mapped) if mapped else str(ipaddress.ip_network(f"{ip}/64", strict=False))
