@@ -263,9 +263,10 @@ class Api:
         where = asked(request)
         log.error("%s failed (error id %s): %s; its traceback follows", where, error_id, type(exc).__name__)
         message = (
-            f"{where} failed: the service hit a bug (error id {error_id}; logged on the server with "
-            "its traceback). Whether the request took effect is unknown: read the run (GET /runs/{id}) "
-            "before sending it again, and report the error id to whoever runs the service"
+            f"{where} failed in a way the service does not expect (a bug, or a store failing in a way "
+            f"it does not name); error id {error_id}, logged on the server with its traceback. Whether "
+            "the request took effect is unknown: read the run (GET /runs/{id}) before sending it again, "
+            "and give the error id to whoever runs the service"
         )
         return StandardJSON({"error": message}, status_code=500, headers={"Connection": "close"})
 
