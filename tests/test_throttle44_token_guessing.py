@@ -21,7 +21,7 @@ from agent.durable.store import open_store
 from agent.examples.scenarios import example_catalog
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
-from agent.service.throttle import Throttle, client_key
+from agent.service.throttle import NO_ADDRESS, Throttle, client_key
 
 LIMIT = 3
 WINDOW = 600  # longer than any test takes: a 429 here is never a race with the window's end
@@ -192,4 +192,4 @@ def test_an_ipv6_client_counts_by_its_network() -> None:
     assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
     assert client_key("::ffff:192.0.2.1") == "192.0.2.1"
     assert client_key("192.0.2.1") == "192.0.2.1"
-    assert client_key(None) == "unknown"
+    assert client_key(None) == client_key("") == NO_ADDRESS != client_key("unknown")

@@ -30,7 +30,7 @@ import yaml
 from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.store import NotClaimable, RunRecord, RunStatus, RunStore, UnknownRun
-from agent.durable.store.base import Review, unplain
+from agent.durable.store.base import ANSWERER_CHARS, Review, unplain
 from agent.errors import ConfigError
 from agent.finish import FINISH_TOOL
 from agent.journal import Answer, Answered, Approval, Denial, Entry, Extended, Reply, Stopped, Suspended
@@ -46,6 +46,8 @@ DEFAULT_SUCCESS_SHARE = 0.05  # one success in twenty is looked at too
 DEFAULT_OUT = Path("evals") / "promoted"
 PRUNE_EVERY = 3600.0  # seconds between prunes in the service
 UPKEEP_EVERY = 30.0  # seconds between label counts in the service
+NAME_CHARS = ANSWERER_CHARS  # the longest name a label is given under: an answerer's
+NOTE_CHARS = 2000  # the longest note a label carries
 
 
 class Label(StrEnum):
@@ -153,21 +155,40 @@ def _check_share(success_share: float) -> None:
 def label(
     store: RunStore, run_id: str, value: str, note: str = "", now: float | None = None, by: str = ""
 ) -> Review:
-    """Store a person's label for a finished run, with who gave it (`by`)."""
+    """Store a person's label for a finished run, with who gave it (`by`, see `labeller`) and a note
+    of at most `NOTE_CHARS` characters."""
     try:
         chosen = Label(value)
     except ValueError:
-        raise ReviewError(f"{value!r} is not a label; use one of: {', '.join(Label)}") from None
-    name = by.strip()
-    if unplain(name):  # as an answer's name: a line break or an escape is no name to show
+        shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
+        raise ReviewError(f"{shown} is not a label; use one of: {', '.join(Label)}") from None
+    name = labeller(by)
+    if len(note) > NOTE_CHARS:
         raise ReviewError(
-            f"the labeller's name {name!r} holds control or invisible characters (a line break, an escape, "
-            "a bidi mark): give the name as plain text on one line"
+            f"the note is {len(note)} characters long; at most {NOTE_CHARS} are kept: shorten it (the "
+            "label's own record is the run; a longer account belongs in a ticket the note names)"
         )
     record = store.get(run_id)
     if record is not None and record.status is RunStatus.FINISHED and (why := misfit(record, chosen)):
         raise LabelMismatch(f"run {run_id} stopped as {record.stop_reason}: {why}")
     return store.add_review(run_id, chosen, note, time.time() if now is None else now, name)
+
+
+def labeller(by: str) -> str:
+    """The name a label is given under, trimmed: as an answer's (`answerer`), plain text on one line
+    of at most `NAME_CHARS` characters (`ReviewError` says why not)."""
+    name = by.strip()
+    if len(name) > NAME_CHARS:
+        raise ReviewError(
+            f"the labeller's name is {len(name)} characters long; at most {NAME_CHARS} are kept: "
+            "give a shorter name"
+        )
+    if unplain(name):  # as an answer's name: a line break or an escape is no name to show
+        raise ReviewError(
+            f"the labeller's name {name!r} holds control or invisible characters (a line break, an escape, "
+            "a bidi mark): give the name as plain text on one line"
+        )
+    return name
 
 
 def latest_labels(store: RunStore, run_ids: Sequence[str] | None = None) -> dict[str, Review]:

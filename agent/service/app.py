@@ -35,10 +35,13 @@ path does not take), 408 (the body did not arrive in time), 409 (not waiting,
 or claimed by another worker), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question), 429 (too many wrong tokens from
 this client address: `agent.service.throttle`, with Retry-After). None of them changes
-the store.
+the store. A message that repeats what was sent (a name, a field, an id) is cut to its
+start and end past `MAX_SAID` characters (`said`; the inbox's pages too). A bug in the
+service (an exception that is no EndstateError) is a 500 with an error id, its traceback
+in the server's log and never in the response (`Api.crashed`).
 
-Every response says `X-Content-Type-Options: nosniff` and, unless it sets its own,
-`Cache-Control: no-store` (`SafeHeaders`).
+Every response, a 500 included, says `X-Content-Type-Options: nosniff` and, unless it sets
+its own, `Cache-Control: no-store` (`SafeHeaders`, around the whole app: `ServiceApp`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import uuid
 from typing import Any
 from urllib.parse import urlencode
 
@@ -93,9 +97,11 @@ from agent.service.http import (
     parse_json,
     read_body,
     required,
+    said,
     status_of,
     waiting_page,
 )
+from agent.service.throttle import shared_note
 from agent.text import lookalikes
 
 log = logging.getLogger("endstate.service")
@@ -155,12 +161,13 @@ def create_app(service: Service) -> Starlette:
         EndstateError: api.problem,
         ClientDisconnect: api.gone,
         HTTPException: api.no_route,
+        Exception: api.crashed,  # Starlette's ServerErrorMiddleware answers with it, then re-raises
     }
-    app = Starlette(
+    app = ServiceApp(
         routes=routes,
         lifespan=service.lifespan,
         exception_handlers=handlers,  # type: ignore[arg-type]
-        middleware=[Middleware(SafeHeaders), Middleware(HostGuard, allowed=service.allowed_hosts)],
+        middleware=[Middleware(HostGuard, allowed=service.allowed_hosts)],
     )
     app.state.service = service
     return app
@@ -216,6 +223,14 @@ class SafeHeaders:
         await self.app(scope, receive, send_safe)
 
 
+class ServiceApp(Starlette):
+    """The app, its every response under `SafeHeaders`: a 500 from an unexpected exception too, which
+    Starlette's ServerErrorMiddleware sends from outside all the middleware given to the app."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SafeHeaders(super().build_middleware_stack())
+
+
 class Api:
     """The JSON endpoints."""
 
@@ -225,21 +240,39 @@ class Api:
 
     async def problem(self, request: Request, exc: Exception) -> Response:
         headers = getattr(exc, "headers", None)
-        return StandardJSON({"error": self.shown(str(exc))}, status_code=status_of(exc), headers=headers)
+        message = said(self.shown(str(exc)))  # scrubbed whole, then cut: no password is half cut
+        return StandardJSON({"error": message}, status_code=status_of(exc), headers=headers)
 
     async def no_route(self, request: Request, exc: Exception) -> Response:
         """No such path (404) or method (405): JSON saying so, like every other error."""
         status, detail = getattr(exc, "status_code", 404), getattr(exc, "detail", "")
-        where = f"{request.method} {request.url.path[:200]}"
+        where = asked(request)
         message = {
             404: f"{where}: no such endpoint here (the API: /runs, /runs/{{id}}, /pending, /inbox)",
-            405: f"{where}: this endpoint does not take {request.method}",
+            405: f"{where}: this endpoint does not take {request.method[:20]}",
         }.get(status, f"{where}: {detail}")
         return StandardJSON({"error": message}, status_code=status, headers=getattr(exc, "headers", None))
 
+    async def crashed(self, request: Request, exc: Exception) -> Response:
+        """An exception that is no EndstateError (a bug, a store failing in a way it does not name):
+        a 500 saying so under an error id, and that id in the log with what failed. Neither the
+        exception's text nor its traceback is sent (they may hold a store URL, a path, a state);
+        Starlette re-raises it after this, and the server logs its traceback. The server then closes
+        the connection, which the 500 says (a client reusing it got a reset on its next request)."""
+        error_id = uuid.uuid4().hex[:12]
+        where = asked(request)
+        log.error("%s failed (error id %s): %s; its traceback follows", where, error_id, type(exc).__name__)
+        message = (
+            f"{where} failed in a way the service does not expect (a bug, or a store failing in a way "
+            f"it does not name); error id {error_id}, logged on the server with its traceback. Whether "
+            "the request took effect is unknown: read the run (GET /runs/{id}) before sending it again, "
+            "and give the error id to whoever runs the service"
+        )
+        return StandardJSON({"error": message}, status_code=500, headers={"Connection": "close"})
+
     async def gone(self, request: Request, exc: Exception) -> Response:
         """The client went away mid-body: one line in the log, nothing to answer."""
-        log.info("%s %s: the client disconnected before its body arrived", request.method, request.url.path)
+        log.info("%s: the client disconnected before its body arrived", asked(request))
         return Response(status_code=400)
 
     def shown(self, message: str) -> str:
@@ -406,7 +439,8 @@ class Api:
             raise Problem(
                 429,
                 f"too many wrong tokens came from your address; tokens from it are not checked for "
-                f"{wait} s (nothing was read or changed). Send the right token after Retry-After",
+                f"{wait} s (nothing was read or changed). Send the right token after Retry-After."
+                + shared_note(request),
                 headers={"Retry-After": str(wait)},
             )
         scheme, _, offered = request.headers.get("authorization", "").partition(" ")
@@ -431,6 +465,11 @@ class Api:
 
 
 # -- request helpers ----------------------------------------------------------------------------
+
+
+def asked(request: Request) -> str:
+    """`METHOD /path` for a message, each cut (a request line may hold kilobytes of either)."""
+    return f"{request.method[:20]} {request.url.path[:200]}"
 
 
 def answered_by(body: dict[str, Any]) -> str | None:

@@ -29,6 +29,8 @@ PAGE_SIZE = 50  # runs per page of /pending and of the inbox
 
 MAX_PAGE = 500
 
+MAX_SAID = 2000  # characters of an error message a response carries (`said`)
+
 
 class StandardJSON(JSONResponse):
     """A JSON response any parser reads, whatever a run holds: NaN and the infinities (a state
@@ -59,6 +61,17 @@ STATUS_OF: list[tuple[type[Exception], int]] = [
     (StoreError, 503),
     (EndstateError, 400),
 ]
+
+
+def said(message: str, most: int = MAX_SAID) -> str:
+    """`message` as a response carries it: whole up to `most` characters; past them, its start and its
+    end (what was wrong, and how to fix it) around a note of how long it was. An error that
+    repeats what was sent (a name, a field, an id of 50,000 characters) stays a few kilobytes."""
+    if len(message) <= most:
+        return message
+    note = f" [... cut: {len(message):,} characters in all ...] "
+    head = (most - len(note)) * 2 // 5
+    return message[:head] + note + message[len(message) - (most - len(note) - head) :]
 
 
 def status_of(exc: Exception) -> int:

@@ -55,9 +55,11 @@ from agent.service.http import (
     notice_of,
     notice_params,
     read_body,
+    said,
     status_of,
     waiting_page,
 )
+from agent.service.throttle import shared_note
 from agent.service.visible import escape, visible_json
 from agent.text import lookalikes
 
@@ -186,7 +188,7 @@ class Inbox:
         """The page saying sign-in from this address is paused (429), the token not checked."""
         error = (
             f"Too many wrong tokens were tried from your address: sign-in from it is paused for {wait} s "
-            "(the token you sent was not checked). Try again then."
+            "(the token you sent was not checked). Try again then." + shared_note(request)
         )
         response = await self.render(request, error=error, status=429)
         response.headers["Retry-After"] = str(wait)
@@ -602,7 +604,8 @@ def span(seconds: float) -> str:
 
 
 def notice(text: str, kind: str) -> str:
-    return f'<p class="{kind}" role="status">{escape(text)}</p>' if text else ""
+    """A notice or an error on a page, at most `MAX_SAID` characters of it (`said`)."""
+    return f'<p class="{kind}" role="status">{escape(said(text))}</p>' if text else ""
 
 
 _SIGN_IN = """<form method="post" action="/inbox/login" class="login">

@@ -68,8 +68,8 @@ from agent.stops import StopReason
 
 QUEUE = "/inbox/review"
 LABELLED = "/inbox/review/labelled"
-MAX_NAME = 200
-MAX_NOTE = 2000
+MAX_NAME = review.NAME_CHARS  # of a labeller's name: an answerer's
+MAX_NOTE = review.NOTE_CHARS
 NOTE = ("note",)  # the label form's own text, shown back when the label is refused
 CARD_CHARS = 2000  # of a task or a stop's cause (a model's final text) a queue's card shows; its page: all
 LABEL_TEXT = {  # what each label says and what it does

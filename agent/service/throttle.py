@@ -12,6 +12,13 @@ trusts (`$FORWARDED_ALLOW_IPS`, loopback by default); no one else's header is be
 client is counted by its /64 network, which one host usually holds whole. The table of addresses
 holds at most `max_clients`: past it, the one that failed longest ago is forgotten (memory stays
 bounded under a spread of addresses).
+
+Requests without a client address (uvicorn on a unix socket, a proxy there that sends no
+`X-Forwarded-For` or is not trusted to) cannot be told apart, so they are one client with one budget
+of their own (`NO_ADDRESS`), as every client of a proxy the service does not trust shares the
+proxy's: guessing from them stays throttled, and one of them guessing pauses the others' token
+attempts (never a signed-in inbox, nor the CLI, which reads the store). The log says so once, with
+the fix: the proxy sends `X-Forwarded-For`, and uvicorn trusts it (`$FORWARDED_ALLOW_IPS`).
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ FAILED_LIMIT = 10  # failed token attempts an address may make within `FAILED_WI
 FAILED_WINDOW = 60.0
 MAX_CLIENTS = 10_000  # addresses the throttle remembers; past it the stalest is forgotten
 SAY_EVERY = 60.0  # seconds between two log lines about throttled attempts
+MAX_KEY = 253  # characters of an address that is no IP kept as its key (X-Forwarded-For says any text)
+NO_ADDRESS = "(no address)"  # the key of every request without a client address: no address reads so
 
 
 class Throttle:
@@ -47,6 +56,7 @@ class Throttle:
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()  # stalest first
         self._throttled = 0  # attempts refused since the last log line
         self._said = -math.inf
+        self._said_no_address = False
 
     def retry_after(self, address: str | None) -> int:
         """Whole seconds until `address` may offer a token again; 0: it may now."""
@@ -66,6 +76,16 @@ class Throttle:
         failures.append(now)
         self._failures[key] = failures  # now the freshest
         self._forget(now)
+        if key == NO_ADDRESS and not self._said_no_address:
+            self._said_no_address = True
+            log.warning(
+                "a wrong token came from a client without a client address (a unix socket, or a proxy that "
+                "sends no X-Forwarded-For or is not trusted to): such clients share one budget of %d wrong "
+                "tokens in %g s, so one guessing pauses them all. Give them theirs: have the proxy send "
+                "X-Forwarded-For and let uvicorn trust it ($FORWARDED_ALLOW_IPS)",
+                self.limit,
+                self.window,
+            )
 
     def __len__(self) -> int:
         return len(self._failures)
@@ -94,12 +114,15 @@ class Throttle:
 
 
 def client_key(address: str | None) -> str:
-    """The key an address is counted under: an IPv4 address or name itself, an IPv6 one's /64."""
-    text = address or "unknown"
+    """The key an address is counted under: an IPv4 address or name itself, an IPv6 one's /64; none
+    (or an empty one), `NO_ADDRESS`."""
+    if not address:
+        return NO_ADDRESS
+    text = address
     try:
         ip = ipaddress.ip_address(text)
     except ValueError:
-        return text
+        return text[:MAX_KEY]  # a name, or what a trusted proxy's header said: at most a DNS name's length
     if isinstance(ip, ipaddress.IPv6Address):
         mapped = ip.ipv4_mapped  # ::ffff:192.0.2.1 is that IPv4 client
         return str(mapped) if mapped else str(ipaddress.ip_network(f"{ip}/64", strict=False))
@@ -109,3 +132,14 @@ def client_key(address: str | None) -> str:
 def address_of(request: Request) -> str | None:
     """The request's client address as uvicorn gives it (a trusted proxy's X-Forwarded-For applied)."""
     return request.client.host if request.client else None
+
+
+def shared_note(request: Request) -> str:
+    """What a 429 adds for a request without a client address: it shares its budget, and why."""
+    if client_key(address_of(request)) != NO_ADDRESS:
+        return ""
+    return (
+        " Your request came without a client address (a unix socket, or a proxy that sends no "
+        "X-Forwarded-For): every client without one shares this budget, so another's wrong tokens pause "
+        "yours; ask the operator to have the proxy send X-Forwarded-For."
+    )
