@@ -51,7 +51,8 @@ def test_there_are_rules_and_unit_tests() -> None:
             "EndstateHelpRequestStale", "EndstateNoProgressSurge", "EndstateGiveUpSurge",
             "EndstateStopsVanishing", "EndstateTelemetryExportFailing",
             "EndstateAgentDown", "EndstateErrorStopShareHigh", "EndstateErrorStopShareRising",
-            "EndstateFalseSuccessShareHigh", "EndstateTelemetrySpansDropped"} <= set(ALERTS)  # fmt: skip
+            "EndstateFalseSuccessShareHigh", "EndstateTelemetrySpansDropped",
+            "EndstateCollectorSpansLost"} <= set(ALERTS)  # fmt: skip
 
 
 def test_promtool_check_rules() -> None:
@@ -342,9 +343,14 @@ def test_a_runbook_base_that_cannot_make_links_is_refused(tmp_path: Path, base: 
 # -- every share or rate alert pages a quiet agent too (DESIGN.md) --------------------
 
 # Alerts that need no quiet path: one pending request is enough for the first, 10 runs a day for
-# the second, and every dropped span is a hole in a trace at any traffic for the third
+# the second, and every dropped or lost span is a hole in a trace at any traffic for the last two
 # (alerts/README.md, "Quiet agents").
-COUNT_ALERTS = {"EndstateHelpRequestStale", "EndstateAgentDown", "EndstateTelemetrySpansDropped"}
+COUNT_ALERTS = {
+    "EndstateHelpRequestStale",
+    "EndstateAgentDown",
+    "EndstateTelemetrySpansDropped",
+    "EndstateCollectorSpansLost",
+}
 
 
 @pytest.mark.parametrize("name", sorted(set(ALERTS) - COUNT_ALERTS))
