@@ -1,16 +1,17 @@
-"""Write the rule files with runbook links built from a base you set, and inbox links that a
-person can click.
+"""Write the rule files with runbook and dashboard links built from bases you set, and inbox
+links that a person can click.
 
     python -m alerts.build --runbook-base https://wiki.example.com/runbooks/ \
-        --inbox-base https://agents.example.com --out deploy/rules
-    python -m alerts.build --check        # the committed rules carry the placeholder base and paths
+        --grafana-base https://grafana.example.com --inbox-base https://agents.example.com --out deploy/rules
+    python -m alerts.build --check        # the committed rules carry the placeholder bases and paths
 
 Every `runbook_url` in alerts/rules/*.yml becomes `<base><Alertname>.md` (or the base with
-`{alertname}` filled in). The inbox links in the descriptions (`/inbox?agent=...`,
-`/inbox/review?...`) are paths in the committed rules: with `--inbox-base` they become
-`<inbox base>/inbox...`, the address where people open the service's inbox. Nothing else
-changes, comments and layout included. Without `--out` the files in alerts/rules/ are rewritten
-in place.
+`{alertname}` filled in). Every `dashboard_url` (the "Agent stops" dashboard, filtered to the
+alert's agent and task type where it has them) becomes `<grafana base>/d/<uid>/...`. The inbox
+links in the descriptions (`/inbox?agent=...`, `/inbox/review?...`) are paths in the committed
+rules: with `--inbox-base` they become `<inbox base>/inbox...`, the address where people open the
+service's inbox. Nothing else changes, comments and layout included. Without `--out` the files
+in alerts/rules/ are rewritten in place.
 """
 
 from __future__ import annotations
@@ -20,37 +21,57 @@ import re
 import sys
 from pathlib import Path
 
-from alerts.runbooks import PLACEHOLDER, RunbookBaseError, check_base, check_inbox_base, runbook_url
+from alerts.runbooks import (
+    GRAFANA_PLACEHOLDER,
+    PLACEHOLDER,
+    RunbookBaseError,
+    check_base,
+    check_grafana_base,
+    check_inbox_base,
+    runbook_url,
+)
 
 RULES = Path(__file__).resolve().parent / "rules"
 _ALERT = re.compile(r"^\s*- alert:\s*(\w+)\s*$")
 _RUNBOOK = re.compile(r"^(\s*runbook_url:\s*)\S.*$")
+_DASHBOARD = re.compile(r"^(\s*dashboard_url:\s*')[^']*(/d/[^']*')\s*$")  # the base: all before the last /d/
 _INBOX_PATH = re.compile(r"(?<![\w/.:-])/inbox(?=[/?\s]|$)")  # a path that starts a link, not a URL's
 
 
-def with_base(text: str, base: str, inbox_base: str | None = None) -> str:
-    """A rule file's text with the `runbook_url` of every alert built from `base`, and its inbox
-    paths under `inbox_base` when given."""
+def with_base(
+    text: str, base: str, inbox_base: str | None = None, grafana_base: str = GRAFANA_PLACEHOLDER
+) -> str:
+    """A rule file's text with the `runbook_url` of every alert built from `base`, its
+    `dashboard_url` from `grafana_base`, and its inbox paths under `inbox_base` when given."""
     alert, out = "", []
     for line in text.splitlines(keepends=True):
         if found := _ALERT.match(line):
             alert = found.group(1)
         elif (link := _RUNBOOK.match(line)) and alert:
             line = f"{link.group(1)}{runbook_url(base, alert)}\n"
+        elif (dashboard := _DASHBOARD.match(line)) and alert:
+            line = f"{dashboard.group(1)}{grafana_base.rstrip('/')}{dashboard.group(2)}\n"
         elif inbox_base and not line.lstrip().startswith("#"):
             line = _INBOX_PATH.sub(inbox_base.rstrip("/") + "/inbox", line)
         out.append(line)
     return "".join(out)
 
 
-def rendered(base: str, rules: Path = RULES, inbox_base: str | None = None) -> dict[str, str]:
-    """File name -> text of every rule file, with links from `base` (and `inbox_base`)."""
-    return {path.name: with_base(path.read_text(), base, inbox_base) for path in sorted(rules.glob("*.yml"))}
+def rendered(
+    base: str, rules: Path = RULES, inbox_base: str | None = None, grafana_base: str = GRAFANA_PLACEHOLDER
+) -> dict[str, str]:
+    """File name -> text of every rule file, with links from `base`, `grafana_base` (and `inbox_base`)."""
+    return {
+        path.name: with_base(path.read_text(), base, inbox_base, grafana_base)
+        for path in sorted(rules.glob("*.yml"))
+    }
 
 
-def stale(base: str, rules: Path = RULES, inbox_base: str | None = None) -> list[str]:
-    """Rule files whose links are not built from `base` (and `inbox_base`)."""
-    found = rendered(base, rules, inbox_base)
+def stale(
+    base: str, rules: Path = RULES, inbox_base: str | None = None, grafana_base: str = GRAFANA_PLACEHOLDER
+) -> list[str]:
+    """Rule files whose links are not built from `base`, `grafana_base` (and `inbox_base`)."""
+    found = rendered(base, rules, inbox_base, grafana_base)
     return [name for name, text in found.items() if (rules / name).read_text() != text]
 
 
@@ -64,6 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         "--runbook-base", default=PLACEHOLDER, help="runbook link prefix (default: %(default)s)"
     )
     parser.add_argument(
+        "--grafana-base",
+        default=GRAFANA_PLACEHOLDER,
+        help="the address people open Grafana at, such as https://grafana.example.com: each alert's "
+        "dashboard_url opens the Agent stops dashboard there (default: %(default)s)",
+    )
+    parser.add_argument(
         "--inbox-base",
         help="the address people open the service's inbox at, such as https://agents.example.com: "
         "the alerts' inbox links become URLs under it (default: paths, /inbox?...)",
@@ -73,14 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_base(args.runbook_base)
+        check_grafana_base(args.grafana_base)
         if args.inbox_base is not None:
             check_inbox_base(args.inbox_base)
         if args.check:
             inbox = f" --inbox-base {args.inbox_base}" if args.inbox_base else ""
-            command = f"--runbook-base {args.runbook_base}{inbox}"
-            return _report(stale(args.runbook_base, inbox_base=args.inbox_base), command)
+            command = f"--runbook-base {args.runbook_base} --grafana-base {args.grafana_base}{inbox}"
+            return _report(
+                stale(args.runbook_base, inbox_base=args.inbox_base, grafana_base=args.grafana_base), command
+            )
         args.out.mkdir(parents=True, exist_ok=True)
-        for name, text in rendered(args.runbook_base, inbox_base=args.inbox_base).items():
+        for name, text in rendered(
+            args.runbook_base, inbox_base=args.inbox_base, grafana_base=args.grafana_base
+        ).items():
             (args.out / name).write_text(text)
     except RunbookBaseError as error:
         parser.error(str(error))

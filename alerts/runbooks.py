@@ -1,8 +1,10 @@
-"""Runbook links: one per alert, built from a base that whoever deploys chooses.
+"""Runbook and dashboard links: one of each per alert, built from bases that whoever deploys chooses.
 
 The committed rules and dashboards carry `PLACEHOLDER`, which leads nowhere on
 purpose; `python -m alerts.build --runbook-base URL` and
-`python -m dashboards.build --runbook-base URL` write them with yours.
+`python -m dashboards.build --runbook-base URL` write them with yours. The rules'
+dashboard links likewise carry `GRAFANA_PLACEHOLDER` until
+`python -m alerts.build --grafana-base URL` writes them with your Grafana's address.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 
 PLACEHOLDER = "https://runbooks.example.invalid/set-with--runbook-base/"
+GRAFANA_PLACEHOLDER = "https://grafana.example.invalid/set-with--grafana-base"
 ALERTNAME = "{alertname}"
 _SAFE = re.compile(r"https?://[^\s\"'<>\\{}]+")
 _INBOX = re.compile(r"https?://[^\s\"'<>\\{}?#&]+")
@@ -37,6 +40,18 @@ def check_inbox_base(base: str) -> str:
             f"--inbox-base {base!r} is not an http(s) URL without spaces, quotes, braces, a query or a "
             "fragment: give the address people open the service at, such as https://agents.example.com "
             "(links become https://agents.example.com/inbox?agent=...) or https://example.com/endstate"
+        )
+    return base
+
+
+def check_grafana_base(base: str) -> str:
+    """`base` if the dashboard links can be built on it, else a RunbookBaseError saying what is wrong."""
+    if not _INBOX.fullmatch(base):
+        raise RunbookBaseError(
+            f"--grafana-base {base!r} is not an http(s) URL without spaces, quotes, braces, a query or a "
+            "fragment: give the address people open Grafana at, such as https://grafana.example.com "
+            "(links become https://grafana.example.com/d/endstate-agent-stops/...) or "
+            "https://example.com/grafana (Grafana served under a path)"
         )
     return base
 

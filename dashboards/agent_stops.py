@@ -46,6 +46,7 @@ HUMAN_WAIT_P90_SECONDS = 1800  # EndstateHumanWaitSlow
 HELP_PENDING_SECONDS = 3600  # EndstateHelpRequestStale
 SCRAPED_SHARE = 0.5  # EndstateAgentDown: scraped in at most this share of 10 minutes
 SPANS_DROPPED_30M = 5  # EndstateTelemetrySpansDropped: at least this many spans dropped in 30 minutes
+COLLECTOR_SPANS_LOST_30M = 5  # EndstateCollectorSpansLost: spans the collector could not pass on, in 30 min
 
 RI = "$__rate_interval"
 PER_MIN = "suffix: /min"
@@ -727,6 +728,27 @@ def dropped_before_export() -> timeseries.Panel:
     )  # fmt: skip
 
 
+def collector_spans_lost() -> timeseries.Panel:
+    by = "instance, exporter"  # the collector's own series (telemetry/names.py, COLLECTOR_*)
+    return series_panel(
+        "Spans the collector could not deliver",
+        "Spans the OpenTelemetry Collector took from the agents but could not pass on to the trace "
+        "backend, per minute, by collector and exporter: given up after the exporter's retries (send "
+        "failed: the backend down, refusing or too slow) or refused by its full sending queue (queue "
+        "full). The agents' exports succeeded, so the panels above show nothing. "
+        f"EndstateCollectorSpansLost opens a ticket at {COLLECTOR_SPANS_LOST_30M} spans in 30 minutes. "
+        "Per collector, not per agent: a collector carries the spans of every agent, so the agent and "
+        "task type selections do not apply here.",
+        PER_MIN,
+        [
+            query(per_minute("otelcol_exporter_send_failed_spans_total", by, ""),
+                  "send failed {{instance}} {{exporter}}", "A"),
+            query(per_minute("otelcol_exporter_enqueue_failed_spans_total", by, ""),
+                  "queue full {{instance}} {{exporter}}", "B"),
+        ],
+    )  # fmt: skip
+
+
 # -- The dashboard -----------------------------------------------------------------
 
 ROWS = (
@@ -757,6 +779,7 @@ ROWS = (
             export_failures,
             export_failure_share,
             dropped_before_export,
+            collector_spans_lost,
         ),
     ),
 )
@@ -775,6 +798,7 @@ RUNBOOKS: dict[Callable[[], object], tuple[str, ...]] = {
     export_failure_share: ("EndstateTelemetryExportFailing",),
     agent_scrapes: ("EndstateAgentDown",),
     dropped_before_export: ("EndstateTelemetrySpansDropped",),
+    collector_spans_lost: ("EndstateCollectorSpansLost",),
 }
 
 

@@ -289,3 +289,18 @@ BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION
 # prometheus_client's multiprocess mode: set as it is imported, every metric value lives in a file
 # of this directory, and no exemplar is kept (telemetry.metrics says so at setup).
 ENV_PROMETHEUS_MULTIPROC_DIR: Final = "PROMETHEUS_MULTIPROC_DIR"
+
+# -- the OpenTelemetry Collector's own metrics, read by the rules and the dashboard --------------
+# The collector of docker-compose.yml (otel/opentelemetry-collector-contrib 0.120.0) serves them on
+# :8888 (telemetry/collector.yaml), where Prometheus scrapes it (job otel-collector). Its exporter
+# helper names the counters `otelcol_exporter_..._spans`; the Prometheus reader of collector.yaml
+# keeps the counter suffix (`without_type_suffix: false`), so they are served with `_total`.
+# Spans the exporter gave up on after its retries (Tempo down or refusing):
+COLLECTOR_SEND_FAILED_SPANS: Final = "otelcol_exporter_send_failed_spans_total"
+# Spans refused by the exporter's full sending queue (Tempo slower than the traffic, or down):
+COLLECTOR_ENQUEUE_FAILED_SPANS: Final = "otelcol_exporter_enqueue_failed_spans_total"
+COLLECTOR_SENT_SPANS: Final = "otelcol_exporter_sent_spans_total"  # delivered
+LABEL_COLLECTOR_EXPORTER: Final = "exporter"  # the collector's exporter: otlp/tempo
+COLLECTOR_METRICS: Final = frozenset(
+    {COLLECTOR_SEND_FAILED_SPANS, COLLECTOR_ENQUEUE_FAILED_SPANS, COLLECTOR_SENT_SPANS}
+)

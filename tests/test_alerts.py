@@ -51,7 +51,8 @@ def test_there_are_rules_and_unit_tests() -> None:
             "EndstateHelpRequestStale", "EndstateNoProgressSurge", "EndstateGiveUpSurge",
             "EndstateStopsVanishing", "EndstateTelemetryExportFailing",
             "EndstateAgentDown", "EndstateErrorStopShareHigh", "EndstateErrorStopShareRising",
-            "EndstateFalseSuccessShareHigh", "EndstateTelemetrySpansDropped"} <= set(ALERTS)  # fmt: skip
+            "EndstateFalseSuccessShareHigh", "EndstateTelemetrySpansDropped",
+            "EndstateCollectorSpansLost"} <= set(ALERTS)  # fmt: skip
 
 
 def test_promtool_check_rules() -> None:
@@ -227,7 +228,10 @@ SHARE_ALERTS = ("EndstateLimitStopShareHigh", "EndstateErrorStopShareHigh")
 @pytest.mark.parametrize("name", SHARE_ALERTS)
 def test_a_share_page_has_a_path_for_quiet_agents(name: str) -> None:
     """Busy agents are judged on an hour; an agent with fewer than 20 runs in it on 6 hours,
-    by a share of at least 20 runs or a higher share of at least 5, never on the hour as well."""
+    by a share of at least 20 runs or a higher share of at least 5, never on the hour as well; one
+    with fewer than 5 runs in 6 hours (a run every hour or two) on the day, by the higher share of
+    at least 5 (alerts/tests/share_high_quietest.yml: such an agent whose every run stopped at a
+    limit never paged)."""
     expr = ALERTS[name]["expr"]
     assert re.search(r"ratio_rate1h\{[^}]*\} > [\d.]+\s+and on \(agent, task_type\)\s+"
                      r"agent_task_type:agent_stops_final:increase1h >= 20", expr)  # fmt: skip
@@ -235,13 +239,28 @@ def test_a_share_page_has_a_path_for_quiet_agents(name: str) -> None:
     assert re.search(
         r"unless on \(agent, task_type\)\s+agent_task_type:agent_stops_final:increase1h >= 20", expr
     )
+    quiet = re.search(
+        r"ratio_rate6h\{[^}]*\} > ([\d.]+)\s+and on \(agent, task_type\)\s+\S+increase6h >= 5\b", expr
+    )
+    day = re.search(
+        r"ratio_rate1d\{[^}]*\} > ([\d.]+)\s+and on \(agent, task_type\)\s+"
+        r"agent_task_type:agent_stops_final:increase1d >= 5\s+"
+        r"unless on \(agent, task_type\)\s+agent_task_type:agent_stops_final:increase6h >= 5",
+        expr,
+    )
+    assert quiet and day, f"{name}: no path over a day for an agent with fewer than 5 runs in 6 hours"
+    assert day.group(1) == quiet.group(1), "the day is judged by the quiet path's share of at least 5"
+    groups = [
+        g for g in unit_tests_of(name) if g["name"].startswith("fires for a quiet agent with a run every 90")
+    ]
+    assert groups and all(any(evaluations(g, name)) for g in groups)
 
 
 def test_run_ends_are_stops_minus_resumes_of_that_reason() -> None:
     """The shares' counts subtract the resumes of the reason a segment stopped with, and fall
     back to stops alone where no agent serves the resume counter."""
     by_name = {rule["record"]: rule["expr"] for rule in rules("record")}
-    for window in ("1h", "6h"):
+    for window in ("1h", "6h", "1d"):
         ends = by_name[f"agent_task_type_stop_reason:agent_stops_final:increase{window}"]
         stops = f"agent_task_type_stop_reason:agent_stops:increase{window}"
         resumes = f"agent_task_type_stop_reason:agent_runs_resumed:increase{window}"
@@ -252,7 +271,13 @@ def test_run_ends_are_stops_minus_resumes_of_that_reason() -> None:
         assert 'stop_reason!~"need_help|cancelled"' in by_name[stops]
     # Each window subtracts only the resumes of stops it may hold (`stopped_ago` at most its
     # length); `!~`/`!=` keep `unknown` and a series without the label subtracted, as before.
-    for window, matcher in (("1h", 'stopped_ago!~"6h|older"'), ("6h", 'stopped_ago!="older"')):
+    # Over a day `older` (over 6 hours) may be of a stop before the day: not subtracted either.
+    windows = (
+        ("1h", 'stopped_ago!~"6h|older"'),
+        ("6h", 'stopped_ago!="older"'),
+        ("1d", 'stopped_ago!="older"'),
+    )
+    for window, matcher in windows:
         resumed = re.findall(r"agent_runs_resumed_total\{([^}]*)\}", by_name[resumes_of(window)])
         assert len(resumed) == 2 and all(matcher in labels for labels in resumed), resumed
 
@@ -318,9 +343,14 @@ def test_a_runbook_base_that_cannot_make_links_is_refused(tmp_path: Path, base: 
 # -- every share or rate alert pages a quiet agent too (DESIGN.md) --------------------
 
 # Alerts that need no quiet path: one pending request is enough for the first, 10 runs a day for
-# the second, and every dropped span is a hole in a trace at any traffic for the third
+# the second, and every dropped or lost span is a hole in a trace at any traffic for the last two
 # (alerts/README.md, "Quiet agents").
-COUNT_ALERTS = {"EndstateHelpRequestStale", "EndstateAgentDown", "EndstateTelemetrySpansDropped"}
+COUNT_ALERTS = {
+    "EndstateHelpRequestStale",
+    "EndstateAgentDown",
+    "EndstateTelemetrySpansDropped",
+    "EndstateCollectorSpansLost",
+}
 
 
 @pytest.mark.parametrize("name", sorted(set(ALERTS) - COUNT_ALERTS))

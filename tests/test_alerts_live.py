@@ -38,12 +38,14 @@ WINDOWS = {"1h": "1m", "30m": "1m", "15m": "1m"}
 # address its people open the service at.
 RUNBOOK_BASE = "https://wiki.example.com/sre/runbooks/"
 INBOX_BASE = "https://agents.example.com"
+GRAFANA_BASE = "https://grafana.example.com"
 
 
 def deployed_rules(out: Path) -> list[Path]:
-    """alerts/rules/ written by `python -m alerts.build` with RUNBOOK_BASE and INBOX_BASE, into `out`."""
+    """alerts/rules/ written by `python -m alerts.build` with RUNBOOK_BASE, GRAFANA_BASE and INBOX_BASE,
+    into `out`."""
     argv = [sys.executable, "-m", "alerts.build", "--runbook-base", RUNBOOK_BASE, "--out", str(out)]
-    argv += ["--inbox-base", INBOX_BASE]
+    argv += ["--inbox-base", INBOX_BASE, "--grafana-base", GRAFANA_BASE]
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return sorted(out.glob("*.yml"))
@@ -73,6 +75,8 @@ def test_limit_share_alert_reaches_the_webhook(tmp_path: Path) -> None:
     assert "budget ran out" in notes["description"]
     query = urllib.parse.urlencode({"agent": labels["agent"], "task_type": labels["task_type"]})
     assert f" {INBOX_BASE}/inbox/review?{query}&reason=limit " in notes["description"]
+    selected = urllib.parse.urlencode({"var-agent": labels["agent"], "var-task_type": labels["task_type"]})
+    assert notes["dashboard_url"] == f"{GRAFANA_BASE}/d/endstate-agent-stops/agent-stops?{selected}"
 
 
 def post_alerts(am_url: str, alerts: list[dict[str, dict[str, str]]]) -> None:
