@@ -1,7 +1,9 @@
 """The Anthropic Messages API as an Endstate `Model`.
 
 `AnthropicModel` makes one streamed Messages API call per attempt through the
-official `anthropic` SDK (`messages.stream`), with the SDK's own retries off:
+official `anthropic` SDK (`messages.create(stream=True)`, its events gathered
+into the final message as the SDK's `messages.stream()` gathers them, in time
+linear in the reply's length: `_Events`), with the SDK's own retries off:
 the loop retries transient failures itself, inside the run's budget.
 
 Choices worth knowing:
@@ -127,6 +129,7 @@ import anthropic
 import httpx2
 import pydantic
 from anthropic import types
+from anthropic.lib.streaming import _messages as _sdk_stream  # `accumulate_event`: see `_Events`
 
 from agent._valid import is_count, is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
@@ -493,9 +496,14 @@ class AnthropicModel:
             self._cache,
         )
         try:
-            async with client.messages.stream(
-                **params, extra_headers=_headers_for(self._headers, params), extra_body=self._extra_body
-            ) as events:
+            raw = await client.messages.create(
+                **params,
+                stream=True,
+                extra_headers=_headers_for(self._headers, params),
+                extra_body=self._extra_body,
+            )
+            async with raw:
+                events = _Events(raw)
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
@@ -526,7 +534,7 @@ class AnthropicModel:
             raise to_model_error(cause) from exc
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
+        """The keyword arguments of `messages.create` for `request` (cache breakpoints included)."""
         tools = self._with_tool_options(request.tools) + [dict(spec) for spec in self._server_tools]
         messages = with_known_references(
             without_declined(outgoing_messages(request.messages)), (str(t.get("name")) for t in tools)
@@ -1094,6 +1102,85 @@ class _Watchdog:
         )
 
 
+# The deltas whose pieces `_Events` hands to the SDK's accumulation joined, once a block ends: the field
+# of the delta that carries the piece, and the delta made of the joined pieces. The SDK's stream helper
+# merges each as it comes, which copies the block's whole text (or thinking) again on every delta, and
+# parses the whole input JSON again on every `input_json_delta` (`from_json(..., partial_mode=True)`): a
+# long reply took time that grew with the square of its length.
+_HELD_DELTAS: dict[str, tuple[str, Callable[[str], types.RawContentBlockDelta]]] = {
+    "text_delta": ("text", lambda text: types.TextDelta(type="text_delta", text=text)),
+    "thinking_delta": ("thinking", lambda text: types.ThinkingDelta(type="thinking_delta", thinking=text)),
+    "input_json_delta": (
+        "partial_json",
+        lambda text: types.InputJSONDelta(type="input_json_delta", partial_json=text),
+    ),
+}
+
+
+class _Events:
+    """A raw Messages API event stream, read as the SDK's `messages.stream()` reads it: the events
+    as they come, and the message they make (`current_message_snapshot`, `get_final_message`) built
+    by the SDK's own `accumulate_event`. The pieces of a text, a thinking or a call's input JSON are
+    held, and handed to it joined as one delta when their block ends (`_HELD_DELTAS`), so the whole
+    read takes time linear in the reply's length. The message is the same; an input JSON that is
+    not JSON raises the SDK's `ValueError` when its block ends, not at the delta that broke it."""
+
+    def __init__(self, raw: anthropic.AsyncStream[types.RawMessageStreamEvent]) -> None:
+        self._raw = raw
+        self._snapshot: types.ParsedMessage[None] | None = None
+        self._json_bufs: dict[int, bytes] = {}  # the SDK's record of each block's input JSON
+        self._held: dict[int, dict[str, list[str]]] = {}  # pieces not yet handed over, by index and type
+
+    @property
+    def response(self) -> httpx2.Response:
+        return self._raw.response
+
+    @property
+    def current_message_snapshot(self) -> types.Message:
+        """The message so far, as the SDK builds it (the pieces held are not in it yet)."""
+        assert self._snapshot is not None
+        return self._snapshot
+
+    async def __aiter__(self) -> AsyncIterator[types.RawMessageStreamEvent]:
+        async for event in self._raw:
+            self._take(event)
+            yield event
+
+    async def get_final_message(self) -> types.Message:
+        """The whole message, once the stream has been read to its end."""
+        self._hand_over(*self._held)
+        return self.current_message_snapshot
+
+    def _take(self, event: types.RawMessageStreamEvent) -> None:
+        if self._snapshot is None and event.type != "message_start":
+            return  # as the SDK's helper: passed on, not gathered (its message has not begun)
+        if event.type == "content_block_delta" and (kind := getattr(event.delta, "type", "")) in _HELD_DELTAS:
+            self._hold(event.index, kind, getattr(event.delta, _HELD_DELTAS[kind][0]))
+            return
+        if event.type == "content_block_stop":
+            self._hand_over(event.index)
+        self._accumulate(event)
+
+    def _hold(self, index: int, kind: str, piece: str) -> None:
+        """Keep a piece of block `index`, which must have begun (else the SDK's `IndexError`)."""
+        _ = self.current_message_snapshot.content[index]
+        self._held.setdefault(index, {}).setdefault(kind, []).append(piece)
+
+    def _hand_over(self, *indexes: int) -> None:
+        """Give the SDK the pieces held of blocks `indexes`, joined: one delta per block and type."""
+        for index in indexes:
+            for kind, pieces in self._held.pop(index, {}).items():
+                delta = _HELD_DELTAS[kind][1]("".join(pieces))
+                self._accumulate(
+                    types.RawContentBlockDeltaEvent(type="content_block_delta", index=index, delta=delta)
+                )
+
+    def _accumulate(self, event: types.RawMessageStreamEvent) -> None:
+        self._snapshot = _sdk_stream.accumulate_event(
+            event=event, current_snapshot=self._snapshot, json_bufs=self._json_bufs
+        )
+
+
 class _StreamWatch:
     """What a stream has shown so far: first-token time, usage, and text length for a cut call."""
 
@@ -1119,7 +1206,7 @@ class _StreamWatch:
         self.stopped = False
         self.counted = False
         self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
-        self._json: dict[int, str] = {}  # the input JSON streamed to each block, by index
+        self._json: dict[int, list[str]] = {}  # the pieces of input JSON streamed to each block, by index
         self._gathered: set[int] = set()  # the blocks whose input the SDK gathers itself
         self._merged: dict[int, dict[str, Any]] = {}  # fields streamed in deltas the SDK drops, by index
 
@@ -1204,13 +1291,13 @@ class _StreamWatch:
             return
         if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
             self._gathered.add(index)  # the SDK keeps what it can parse of it: checked in `unfinished`
-        self._json[index] = self._json.get(index, "") + delta.partial_json
+        self._json.setdefault(index, []).append(delta.partial_json)
 
     def _merge(self, index: int, delta: Any) -> None:
         """Merge a delta of a type the SDK drops (a compaction's `compaction_delta`, the deltas of a
         block type a later API adds) into its block's fields, as the API's deltas all stream: a string
         is the next piece of the field of its name (after what the block began with), any other value
-        replaces it."""
+        replaces it. A string's pieces are joined once, when `fields` reads them."""
         is_model = isinstance(delta, pydantic.BaseModel)
         sent = delta.model_dump(mode="json", exclude_unset=True) if is_model else {}
         fields = self._merged.setdefault(index, {})
@@ -1219,7 +1306,10 @@ class _StreamWatch:
                 continue
             if isinstance(value, str):
                 before = fields[field] if field in fields else self._began_with(index, field)
-                value = (before if isinstance(before, str) else "") + value
+                if not isinstance(before, _Pieces):
+                    before = _Pieces([before if isinstance(before, str) else ""])
+                before.append(value)
+                value = before
             fields[field] = value
 
     def _began_with(self, index: int, field: str) -> Any:
@@ -1230,9 +1320,12 @@ class _StreamWatch:
     def fields(self) -> dict[int, dict[str, Any]]:
         """The fields of blocks that `_gather` kept, by index: inputs parsed (a `ValueError` when one
         is not JSON), the fields streamed in deltas the SDK drops (a compaction's summary)."""
-        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._merged.items()}
+        fields: dict[int, dict[str, Any]] = {
+            index: {field: _joined(value) for field, value in kept.items()}
+            for index, kept in self._merged.items()
+        }
         unfinished = self.unfinished()
-        for index, text in self._json.items():
+        for index, text in self._inputs().items():
             if index not in self._gathered and index not in unfinished:
                 fields.setdefault(index, {})["input"] = json.loads(text) if text.strip() else {}
         return fields
@@ -1241,12 +1334,16 @@ class _StreamWatch:
         """The blocks whose streamed input is no whole JSON value: cut off (the SDK reads what it
         can of it, so a call would run with the arguments it had so far) or broken."""
         cut = set()
-        for index, text in self._json.items():
+        for index, text in self._inputs().items():
             try:
                 json.loads(text) if text.strip() else None
             except ValueError:
                 cut.add(index)
         return cut
+
+    def _inputs(self) -> dict[int, str]:
+        """The input JSON streamed to each block that `_gather` kept, whole."""
+        return {index: "".join(pieces) for index, pieces in self._json.items()}
 
     def _implausible_iteration(self, iterations: Any) -> str | None:
         """What in the usage's `iterations` (a server-side compaction, an advisor, a fallback's
@@ -1299,6 +1396,16 @@ class _StreamWatch:
             return False
         cached = (getattr(usage, f, None) for f in ("cache_read_input_tokens", "cache_creation_input_tokens"))
         return all(value is None or is_count(value) for value in cached)
+
+
+class _Pieces(list[str]):
+    """The pieces of a string field streamed in deltas, in order: joined once, by `_joined` (adding each
+    to the string so far copied it all again, a time that grew with the square of its length)."""
+
+
+def _joined(value: Any) -> Any:
+    """`value`, its pieces joined when it is `_Pieces`."""
+    return "".join(value) if isinstance(value, _Pieces) else value
 
 
 def _start_problem(message: Any) -> str | None:
