@@ -15,10 +15,14 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import anthropic.lib.streaming._messages as sdk_stream
 import pydantic
 import pytest
 from messages_api import MessagesAPI, events_of, message, streamed, text, tool_use
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agent.models.anthropic import AnthropicModel, _StreamWatch
 from agent.models.base import ModelRequest
@@ -63,10 +67,12 @@ def _cost(event: Any, snapshot: Any, json_bufs: dict[int, bytes]) -> int:
     return 0
 
 
+REQUEST = ModelRequest.of_messages("", [{"role": "user", "content": "Write."}], [], 4096)
+
+
 def complete(api: MessagesAPI) -> Any:
     model = AnthropicModel(MODEL, api_key="sk-test", base_url=api.url)
-    request = ModelRequest.of_messages("", [{"role": "user", "content": "Write."}], [], 4096)
-    return asyncio.run(model.complete(request))
+    return asyncio.run(model.complete(REQUEST))
 
 
 def test_a_long_text_thinking_and_call_input_are_merged_in_linear_work(
@@ -95,10 +101,35 @@ def test_an_input_json_that_is_not_json_is_still_unreadable_and_retried(api: Mes
     assert broken != events
     api.enqueue(streamed(*broken))
     model = AnthropicModel(MODEL, api_key="sk-test", base_url=api.url)
-    request = ModelRequest.of_messages("", [{"role": "user", "content": "Write."}], [], 4096)
     with pytest.raises(Exception) as caught:
-        asyncio.run(model.complete(request))
+        asyncio.run(model.complete(REQUEST))
     assert getattr(caught.value, "error_type", None) == "malformed_reply", caught.value
+
+
+def test_the_sdks_own_span_of_the_call_still_shows_its_output(api: MessagesAPI) -> None:
+    # An injected client traced by the SDK in content mode: its stream helper shared the message it
+    # built with the call's span; the adapter, reading the raw stream, shares its own.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    body = LONG[: 40 * 50]
+    api.enqueue(message(text(body), tool_use("save", {"body": body}, id="toolu_1")))
+    traced: Any = {"tracer_provider": provider, "traces": {"content_mode": "content"}}
+
+    async def call() -> None:
+        client = anthropic.AsyncAnthropic(api_key="sk-test", base_url=api.url, open_telemetry=traced)
+        try:
+            await AnthropicModel(MODEL, client=client).complete(REQUEST)
+        finally:
+            await client.close()
+
+    asyncio.run(call())
+    (span,) = exporter.get_finished_spans()
+    (output,) = json.loads(str(span.attributes["gen_ai.output.messages"]))
+    assert output["parts"] == [
+        {"type": "text", "content": body},
+        {"type": "tool_call", "id": "toolu_1", "name": "save", "arguments": {"body": body}},
+    ]
 
 
 class Piece(str):

@@ -1130,6 +1130,7 @@ class _Events:
         self._snapshot: types.ParsedMessage[None] | None = None
         self._json_bufs: dict[int, bytes] = {}  # the SDK's record of each block's input JSON
         self._held: dict[int, dict[str, list[str]]] = {}  # pieces not yet handed over, by index and type
+        _sdk_spans("share_message_snapshot", raw, self._so_far)
 
     @property
     def response(self) -> httpx2.Response:
@@ -1143,13 +1144,23 @@ class _Events:
 
     async def __aiter__(self) -> AsyncIterator[types.RawMessageStreamEvent]:
         async for event in self._raw:
-            self._take(event)
+            try:
+                self._take(event)
+            except Exception:  # the message lacks this event: no span of the SDK's may show it as whole
+                _sdk_spans("withhold_message_snapshot", self._raw)
+                raise
             yield event
 
     async def get_final_message(self) -> types.Message:
         """The whole message, once the stream has been read to its end."""
         self._hand_over(*self._held)
         return self.current_message_snapshot
+
+    def _so_far(self) -> types.Message | None:
+        """The message so far, every piece held handed over: what the SDK's span of the call shows of
+        its output (in content mode), read once the stream has ended."""
+        self._hand_over(*self._held)
+        return self._snapshot
 
     def _take(self, event: types.RawMessageStreamEvent) -> None:
         if self._snapshot is None and event.type != "message_start":
@@ -1179,6 +1190,17 @@ class _Events:
         self._snapshot = _sdk_stream.accumulate_event(
             event=event, current_snapshot=self._snapshot, json_bufs=self._json_bufs
         )
+
+
+def _sdk_spans(name: str, *args: Any) -> None:
+    """Call `name` of the SDK's tracing of streams, as its stream helper does, when the SDK has it: a
+    client given `open_telemetry` then shows the helper's message as its span's output content."""
+    try:
+        from anthropic.lib._tracing import _streaming
+    except ImportError:  # an SDK without tracing of its own
+        return
+    if callable(call := getattr(_streaming, name, None)):
+        call(*args)
 
 
 class _StreamWatch:
