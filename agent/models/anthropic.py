@@ -42,6 +42,10 @@ Choices worth knowing:
   `tool_choice` forcing a call while it thinks (with `thinking` left out too,
   on a model whose row says `thinking = "always"` or `"default"`), and, on one
   that always thinks, thinking disabled.
+- A tool may not take the name of another tool of the request (the API refuses repeated names,
+  and a server tool's name is fixed: `web_search`, `web_fetch`, `code_execution`): an agent's tool
+  named like one of `server_tools` is a `ConfigError` when the agent is built, a request holding
+  two tools of one name one before it is sent (`check_tool_names`).
 - A server-side compaction (a beta: `context_management` in `extra_body`)
   gives a `compaction` block, kept whole with the summary it streams (which
   the SDK's stream drops), and sent back; a reply that paused after one
@@ -387,6 +391,7 @@ class AnthropicModel:
         by_row = info.thinking if info is not None else None
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, model, by_row)
         self._server_tools = [dict(spec) for spec in server_tools]
+        check_tool_names(self._server_tools, "server_tools=", "leave one of them out")
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
         _check_sampling(self._extra_body, model, by_row)
@@ -427,6 +432,12 @@ class AnthropicModel:
         """The most output tokens one call can ask for (`max_tokens`), from the model table (None
         when unknown)."""
         return self._max_output
+
+    @property
+    def server_tool_names(self) -> frozenset[str]:
+        """The names of the tools it adds to every request (`server_tools`): the API refuses a request
+        whose tool names repeat, so no tool of an agent may take one (`check_tool_names`)."""
+        return frozenset(str(spec["name"]) for spec in self._server_tools if "name" in spec)
 
     @property
     def priced_as(self) -> str:
@@ -536,6 +547,11 @@ class AnthropicModel:
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for `request` (cache breakpoints included)."""
         tools = self._with_tool_options(request.tools) + [dict(spec) for spec in self._server_tools]
+        check_tool_names(
+            tools,
+            "the request's tools (the agent's, then server_tools=)",
+            "rename the agent's tool (@tool(name=...)), or leave the server tool out of server_tools=",
+        )
         messages = with_known_references(
             without_declined(outgoing_messages(request.messages)), (str(t.get("name")) for t in tools)
         )
@@ -622,6 +638,39 @@ def _check_json(options: Mapping[str, Any]) -> None:
                 f"AnthropicModel: {field} holds a number no JSON request can carry (NaN or infinite): "
                 f"{value!r:.80}"
             )
+
+
+def check_tool_names(tools: Sequence[Mapping[str, Any]], where: str, fix: str) -> None:
+    """`ConfigError` for `tools` (`where`) of which two take one name, saying what to do (`fix`). The
+    API refuses such a request with a 400 ("tools: Tool names must be unique."), and a server tool's
+    name is fixed by its type (the SDK's `WebSearchTool*Param`: `name: Literal["web_search"]`; so are
+    web_fetch, code_execution, the tool search tools, and the client tools the API defines: bash,
+    str_replace_based_edit_tool, memory), so an agent's tool named `web_search` beside `web_search()`
+    failed the run at its first call (as users of other frameworks report of that very pair:
+    https://github.com/danny-avila/LibreChat/issues/13162).
+    A name is refused only when it repeats: Anthropic's tool reference lists these tools as ones that
+    "appear in your request's tools array alongside any user-defined tools"
+    (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-reference), and neither it nor
+    the API's errors say that a name on its own is reserved. A tool with no name (an `mcp_toolset`)
+    is the API's to check: the names of its tools come from its MCP server."""
+    seen: dict[str, Mapping[str, Any]] = {}
+    for spec in tools:
+        name = spec.get("name")
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            raise ConfigError(
+                f"AnthropicModel: {where} hold two tools named {name!r} ({_kind_of(seen[name])} and "
+                f'{_kind_of(spec)}), and the API refuses a request whose tool names repeat ("tools: Tool '
+                f'names must be unique."): {fix}'
+            )
+        seen[name] = spec
+
+
+def _kind_of(spec: Mapping[str, Any]) -> str:
+    """What a tool definition is, in words: a server tool (or one the API defines) by its type."""
+    kind = spec.get("type")
+    return f"the tool of type {kind!r}" if isinstance(kind, str) and kind != "custom" else "an agent's tool"
 
 
 def _retired_note(model: str, info: ModelInfo | None) -> str:
