@@ -100,6 +100,7 @@ class Agent:
             raise ConfigError(f"agent {self.name!r}: the tool name 'finish' is reserved for the loop")
         if dupes := sorted({n for n in names if names.count(n) > 1}):
             raise ConfigError(f"agent {self.name!r}: tool names must be unique; repeated: {dupes}")
+        _check_server_tool_names(self, names)
         models = [self.model, *(v.model for v in evaluators(self.verifiers))]  # in all_of too
         if aliases := _priced_as(models):
             self.prices = self.prices.pricing_as(aliases)
@@ -575,6 +576,19 @@ def _check_max_output(agent: Agent) -> None:
     for model, whose in models:
         if (problem := max_tokens_problem(model, agent.max_tokens)) is not None:
             raise ConfigError(f"agent {agent.name!r} ({whose}): {problem}")
+
+
+def _check_server_tool_names(agent: Agent, names: Sequence[str]) -> None:
+    """No tool of the agent takes the name of a tool its model adds to every request (an Anthropic
+    server tool: the model's `server_tool_names`): the API refuses a request whose tool names repeat,
+    which failed the run at its first call."""
+    taken = getattr(agent.model, "server_tool_names", None)
+    if clash := sorted(set(names) & taken) if isinstance(taken, frozenset) else []:
+        raise ConfigError(
+            f"agent {agent.name!r}: its tools {clash} take the names of its model's server tools, and the "
+            "API refuses a request whose tool names repeat: rename them (@tool(name=...)), or leave those "
+            "server tools out of the model's server_tools="
+        )
 
 
 def _check_parts(agent: Agent) -> None:

@@ -692,6 +692,9 @@ def _tools_problem(tools: Any) -> str | None:
         server_tool = spec.get("type") not in (None, "custom")
         if not server_tool and not isinstance(spec.get("input_schema"), dict):
             return f"tools.{i}: a tool needs a name and an input_schema object"
+    names = [spec["name"] for spec in tools]
+    if len(set(names)) < len(names):  # a server tool's name is fixed by its type: "web_search", ...
+        return "tools: Tool names must be unique."
     return None
 
 

@@ -1,7 +1,9 @@
 """The Anthropic Messages API as an Endstate `Model`.
 
 `AnthropicModel` makes one streamed Messages API call per attempt through the
-official `anthropic` SDK (`messages.stream`), with the SDK's own retries off:
+official `anthropic` SDK (`messages.create(stream=True)`, its events gathered
+into the final message as the SDK's `messages.stream()` gathers them, in time
+linear in the reply's length: `_Events`), with the SDK's own retries off:
 the loop retries transient failures itself, inside the run's budget.
 
 Choices worth knowing:
@@ -40,6 +42,10 @@ Choices worth knowing:
   `tool_choice` forcing a call while it thinks (with `thinking` left out too,
   on a model whose row says `thinking = "always"` or `"default"`), and, on one
   that always thinks, thinking disabled.
+- A tool may not take the name of another tool of the request (the API refuses repeated names,
+  and a server tool's name is fixed: `web_search`, `web_fetch`, `code_execution`): an agent's tool
+  named like one of `server_tools` is a `ConfigError` when the agent is built, a request holding
+  two tools of one name one before it is sent (`check_tool_names`).
 - A server-side compaction (a beta: `context_management` in `extra_body`)
   gives a `compaction` block, kept whole with the summary it streams (which
   the SDK's stream drops), and sent back; a reply that paused after one
@@ -127,6 +133,7 @@ import anthropic
 import httpx2
 import pydantic
 from anthropic import types
+from anthropic.lib.streaming import _messages as _sdk_stream  # `accumulate_event`: see `_Events`
 
 from agent._valid import is_count, is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
@@ -384,6 +391,7 @@ class AnthropicModel:
         by_row = info.thinking if info is not None else None
         self._options = _options(thinking, tool_choice, parallel_tool_use, metadata, model, by_row)
         self._server_tools = [dict(spec) for spec in server_tools]
+        check_tool_names(self._server_tools, "server_tools=", "leave one of them out")
         self._container = _container_option(container, self._server_tools)
         self._extra_body = _extra_body(extra_body)
         _check_sampling(self._extra_body, model, by_row)
@@ -424,6 +432,12 @@ class AnthropicModel:
         """The most output tokens one call can ask for (`max_tokens`), from the model table (None
         when unknown)."""
         return self._max_output
+
+    @property
+    def server_tool_names(self) -> frozenset[str]:
+        """The names of the tools it adds to every request (`server_tools`): the API refuses a request
+        whose tool names repeat, so no tool of an agent may take one (`check_tool_names`)."""
+        return frozenset(str(spec["name"]) for spec in self._server_tools if "name" in spec)
 
     @property
     def priced_as(self) -> str:
@@ -493,9 +507,14 @@ class AnthropicModel:
             self._cache,
         )
         try:
-            async with client.messages.stream(
-                **params, extra_headers=_headers_for(self._headers, params), extra_body=self._extra_body
-            ) as events:
+            raw = await client.messages.create(
+                **params,
+                stream=True,
+                extra_headers=_headers_for(self._headers, params),
+                extra_body=self._extra_body,
+            )
+            async with raw:
+                events = _Events(raw)
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
@@ -526,8 +545,13 @@ class AnthropicModel:
             raise to_model_error(cause) from exc
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments of `messages.stream` for `request` (cache breakpoints included)."""
+        """The keyword arguments of `messages.create` for `request` (cache breakpoints included)."""
         tools = self._with_tool_options(request.tools) + [dict(spec) for spec in self._server_tools]
+        check_tool_names(
+            tools,
+            "the request's tools (the agent's, then server_tools=)",
+            "rename the agent's tool (@tool(name=...)), or leave the server tool out of server_tools=",
+        )
         messages = with_known_references(
             without_declined(outgoing_messages(request.messages)), (str(t.get("name")) for t in tools)
         )
@@ -614,6 +638,39 @@ def _check_json(options: Mapping[str, Any]) -> None:
                 f"AnthropicModel: {field} holds a number no JSON request can carry (NaN or infinite): "
                 f"{value!r:.80}"
             )
+
+
+def check_tool_names(tools: Sequence[Mapping[str, Any]], where: str, fix: str) -> None:
+    """`ConfigError` for `tools` (`where`) of which two take one name, saying what to do (`fix`). The
+    API refuses such a request with a 400 ("tools: Tool names must be unique."), and a server tool's
+    name is fixed by its type (the SDK's `WebSearchTool*Param`: `name: Literal["web_search"]`; so are
+    web_fetch, code_execution, the tool search tools, and the client tools the API defines: bash,
+    str_replace_based_edit_tool, memory), so an agent's tool named `web_search` beside `web_search()`
+    failed the run at its first call (as users of other frameworks report of that very pair:
+    https://github.com/danny-avila/LibreChat/issues/13162).
+    A name is refused only when it repeats: Anthropic's tool reference lists these tools as ones that
+    "appear in your request's tools array alongside any user-defined tools"
+    (https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-reference), and neither it nor
+    the API's errors say that a name on its own is reserved. A tool with no name (an `mcp_toolset`)
+    is the API's to check: the names of its tools come from its MCP server."""
+    seen: dict[str, Mapping[str, Any]] = {}
+    for spec in tools:
+        name = spec.get("name")
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            raise ConfigError(
+                f"AnthropicModel: {where} hold two tools named {name!r} ({_kind_of(seen[name])} and "
+                f'{_kind_of(spec)}), and the API refuses a request whose tool names repeat ("tools: Tool '
+                f'names must be unique."): {fix}'
+            )
+        seen[name] = spec
+
+
+def _kind_of(spec: Mapping[str, Any]) -> str:
+    """What a tool definition is, in words: a server tool (or one the API defines) by its type."""
+    kind = spec.get("type")
+    return f"the tool of type {kind!r}" if isinstance(kind, str) and kind != "custom" else "an agent's tool"
 
 
 def _retired_note(model: str, info: ModelInfo | None) -> str:
@@ -1094,6 +1151,107 @@ class _Watchdog:
         )
 
 
+# The deltas whose pieces `_Events` hands to the SDK's accumulation joined, once a block ends: the field
+# of the delta that carries the piece, and the delta made of the joined pieces. The SDK's stream helper
+# merges each as it comes, which copies the block's whole text (or thinking) again on every delta, and
+# parses the whole input JSON again on every `input_json_delta` (`from_json(..., partial_mode=True)`): a
+# long reply took time that grew with the square of its length.
+_HELD_DELTAS: dict[str, tuple[str, Callable[[str], types.RawContentBlockDelta]]] = {
+    "text_delta": ("text", lambda text: types.TextDelta(type="text_delta", text=text)),
+    "thinking_delta": ("thinking", lambda text: types.ThinkingDelta(type="thinking_delta", thinking=text)),
+    "input_json_delta": (
+        "partial_json",
+        lambda text: types.InputJSONDelta(type="input_json_delta", partial_json=text),
+    ),
+}
+
+
+class _Events:
+    """A raw Messages API event stream, read as the SDK's `messages.stream()` reads it: the events
+    as they come, and the message they make (`current_message_snapshot`, `get_final_message`) built
+    by the SDK's own `accumulate_event`. The pieces of a text, a thinking or a call's input JSON are
+    held, and handed to it joined as one delta when their block ends (`_HELD_DELTAS`), so the whole
+    read takes time linear in the reply's length. The message is the same; an input JSON that is
+    not JSON raises the SDK's `ValueError` when its block ends, not at the delta that broke it."""
+
+    def __init__(self, raw: anthropic.AsyncStream[types.RawMessageStreamEvent]) -> None:
+        self._raw = raw
+        self._snapshot: types.ParsedMessage[None] | None = None
+        self._json_bufs: dict[int, bytes] = {}  # the SDK's record of each block's input JSON
+        self._held: dict[int, dict[str, list[str]]] = {}  # pieces not yet handed over, by index and type
+        _sdk_spans("share_message_snapshot", raw, self._so_far)
+
+    @property
+    def response(self) -> httpx2.Response:
+        return self._raw.response
+
+    @property
+    def current_message_snapshot(self) -> types.Message:
+        """The message so far, as the SDK builds it (the pieces held are not in it yet)."""
+        assert self._snapshot is not None
+        return self._snapshot
+
+    async def __aiter__(self) -> AsyncIterator[types.RawMessageStreamEvent]:
+        async for event in self._raw:
+            try:
+                self._take(event)
+            except Exception:  # the message lacks this event: no span of the SDK's may show it as whole
+                _sdk_spans("withhold_message_snapshot", self._raw)
+                raise
+            yield event
+
+    async def get_final_message(self) -> types.Message:
+        """The whole message, once the stream has been read to its end."""
+        self._hand_over(*self._held)
+        return self.current_message_snapshot
+
+    def _so_far(self) -> types.Message | None:
+        """The message so far, every piece held handed over: what the SDK's span of the call shows of
+        its output (in content mode), read once the stream has ended."""
+        self._hand_over(*self._held)
+        return self._snapshot
+
+    def _take(self, event: types.RawMessageStreamEvent) -> None:
+        if self._snapshot is None and event.type != "message_start":
+            return  # as the SDK's helper: passed on, not gathered (its message has not begun)
+        if event.type == "content_block_delta" and (kind := getattr(event.delta, "type", "")) in _HELD_DELTAS:
+            self._hold(event.index, kind, getattr(event.delta, _HELD_DELTAS[kind][0]))
+            return
+        if event.type == "content_block_stop":
+            self._hand_over(event.index)
+        self._accumulate(event)
+
+    def _hold(self, index: int, kind: str, piece: str) -> None:
+        """Keep a piece of block `index`, which must have begun (else the SDK's `IndexError`)."""
+        _ = self.current_message_snapshot.content[index]
+        self._held.setdefault(index, {}).setdefault(kind, []).append(piece)
+
+    def _hand_over(self, *indexes: int) -> None:
+        """Give the SDK the pieces held of blocks `indexes`, joined: one delta per block and type."""
+        for index in indexes:
+            for kind, pieces in self._held.pop(index, {}).items():
+                delta = _HELD_DELTAS[kind][1]("".join(pieces))
+                self._accumulate(
+                    types.RawContentBlockDeltaEvent(type="content_block_delta", index=index, delta=delta)
+                )
+
+    def _accumulate(self, event: types.RawMessageStreamEvent) -> None:
+        self._snapshot = _sdk_stream.accumulate_event(
+            event=event, current_snapshot=self._snapshot, json_bufs=self._json_bufs
+        )
+
+
+def _sdk_spans(name: str, *args: Any) -> None:
+    """Call `name` of the SDK's tracing of streams, as its stream helper does, when the SDK has it: a
+    client given `open_telemetry` then shows the helper's message as its span's output content."""
+    try:
+        from anthropic.lib._tracing import _streaming
+    except ImportError:  # an SDK without tracing of its own
+        return
+    if callable(call := getattr(_streaming, name, None)):
+        call(*args)
+
+
 class _StreamWatch:
     """What a stream has shown so far: first-token time, usage, and text length for a cut call."""
 
@@ -1119,7 +1277,7 @@ class _StreamWatch:
         self.stopped = False
         self.counted = False
         self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
-        self._json: dict[int, str] = {}  # the input JSON streamed to each block, by index
+        self._json: dict[int, list[str]] = {}  # the pieces of input JSON streamed to each block, by index
         self._gathered: set[int] = set()  # the blocks whose input the SDK gathers itself
         self._merged: dict[int, dict[str, Any]] = {}  # fields streamed in deltas the SDK drops, by index
 
@@ -1204,13 +1362,13 @@ class _StreamWatch:
             return
         if index < len(self.snapshot.content) and isinstance(self.snapshot.content[index], _GATHERED):
             self._gathered.add(index)  # the SDK keeps what it can parse of it: checked in `unfinished`
-        self._json[index] = self._json.get(index, "") + delta.partial_json
+        self._json.setdefault(index, []).append(delta.partial_json)
 
     def _merge(self, index: int, delta: Any) -> None:
         """Merge a delta of a type the SDK drops (a compaction's `compaction_delta`, the deltas of a
         block type a later API adds) into its block's fields, as the API's deltas all stream: a string
         is the next piece of the field of its name (after what the block began with), any other value
-        replaces it."""
+        replaces it. A string's pieces are joined once, when `fields` reads them."""
         is_model = isinstance(delta, pydantic.BaseModel)
         sent = delta.model_dump(mode="json", exclude_unset=True) if is_model else {}
         fields = self._merged.setdefault(index, {})
@@ -1219,7 +1377,10 @@ class _StreamWatch:
                 continue
             if isinstance(value, str):
                 before = fields[field] if field in fields else self._began_with(index, field)
-                value = (before if isinstance(before, str) else "") + value
+                if not isinstance(before, _Pieces):
+                    before = _Pieces([before if isinstance(before, str) else ""])
+                before.append(value)
+                value = before
             fields[field] = value
 
     def _began_with(self, index: int, field: str) -> Any:
@@ -1230,9 +1391,12 @@ class _StreamWatch:
     def fields(self) -> dict[int, dict[str, Any]]:
         """The fields of blocks that `_gather` kept, by index: inputs parsed (a `ValueError` when one
         is not JSON), the fields streamed in deltas the SDK drops (a compaction's summary)."""
-        fields: dict[int, dict[str, Any]] = {index: dict(kept) for index, kept in self._merged.items()}
+        fields: dict[int, dict[str, Any]] = {
+            index: {field: _joined(value) for field, value in kept.items()}
+            for index, kept in self._merged.items()
+        }
         unfinished = self.unfinished()
-        for index, text in self._json.items():
+        for index, text in self._inputs().items():
             if index not in self._gathered and index not in unfinished:
                 fields.setdefault(index, {})["input"] = json.loads(text) if text.strip() else {}
         return fields
@@ -1241,12 +1405,16 @@ class _StreamWatch:
         """The blocks whose streamed input is no whole JSON value: cut off (the SDK reads what it
         can of it, so a call would run with the arguments it had so far) or broken."""
         cut = set()
-        for index, text in self._json.items():
+        for index, text in self._inputs().items():
             try:
                 json.loads(text) if text.strip() else None
             except ValueError:
                 cut.add(index)
         return cut
+
+    def _inputs(self) -> dict[int, str]:
+        """The input JSON streamed to each block that `_gather` kept, whole."""
+        return {index: "".join(pieces) for index, pieces in self._json.items()}
 
     def _implausible_iteration(self, iterations: Any) -> str | None:
         """What in the usage's `iterations` (a server-side compaction, an advisor, a fallback's
@@ -1299,6 +1467,16 @@ class _StreamWatch:
             return False
         cached = (getattr(usage, f, None) for f in ("cache_read_input_tokens", "cache_creation_input_tokens"))
         return all(value is None or is_count(value) for value in cached)
+
+
+class _Pieces(list[str]):
+    """The pieces of a string field streamed in deltas, in order: joined once, by `_joined` (adding each
+    to the string so far copied it all again, a time that grew with the square of its length)."""
+
+
+def _joined(value: Any) -> Any:
+    """`value`, its pieces joined when it is `_Pieces`."""
+    return "".join(value) if isinstance(value, _Pieces) else value
 
 
 def _start_problem(message: Any) -> str | None:
