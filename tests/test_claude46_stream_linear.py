@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import anthropic
@@ -175,3 +176,29 @@ def test_the_adapters_own_gathering_of_pieces_is_linear() -> None:
     whole = "".join(pieces)
     assert watch.fields() == {0: {"input": json.loads(whole)}, 1: {"content": whole}}
     assert Piece.copied <= 4 * len(whole)  # n²/2 pieces before: 90 million characters
+
+
+@pytest.mark.parametrize("sdk", ["moved", "gone"])
+def test_an_sdk_without_the_accumulation_is_read_by_its_own_stream_helper(
+    api: MessagesAPI, monkeypatch: pytest.MonkeyPatch, sdk: str
+) -> None:
+    # `accumulate_event` lives in a private module of the SDK: a later release may move or rename
+    # it. The reply is then read by the SDK's own `messages.stream()`, as before, not refused.
+    import agent.models.anthropic as adapter
+
+    # its module without it (renamed), or no such module (moved): the helper itself keeps its own
+    monkeypatch.setattr(adapter, "_sdk_stream", SimpleNamespace() if sdk == "moved" else None)
+    helper_calls = []
+    stream = anthropic.resources.messages.AsyncMessages.stream
+
+    def counted(self: Any, **kwargs: Any) -> Any:
+        helper_calls.append(kwargs["model"])
+        return stream(self, **kwargs)
+
+    monkeypatch.setattr(anthropic.resources.messages.AsyncMessages, "stream", counted)
+    thinking = {"type": "thinking", "thinking": LONG[:4000], "signature": "sig=="}
+    call = tool_use("save", {"body": LONG[:2000]}, id="toolu_1")
+    api.enqueue(message(thinking, text(LONG[:4000]), call))
+    reply = complete(api)
+    assert reply.content == [thinking, text(LONG[:4000]), call]
+    assert helper_calls == [MODEL]  # read by the SDK's helper (it was a bare AttributeError before)

@@ -118,6 +118,7 @@ Choices worth knowing:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import math
@@ -133,7 +134,6 @@ import anthropic
 import httpx2
 import pydantic
 from anthropic import types
-from anthropic.lib.streaming import _messages as _sdk_stream  # `accumulate_event`: see `_Events`
 
 from agent._valid import is_count, is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
@@ -160,6 +160,12 @@ from agent.models.claude_limits import (
     within_limits,
 )
 from agent.stops import MESSAGES_API_STOPS
+
+_sdk_stream: Any  # the SDK's private module of its stream helper: `accumulate_event` (see `_events_of`)
+try:
+    from anthropic.lib.streaming import _messages as _sdk_stream
+except ImportError:  # a later SDK may move it: its own stream helper reads the stream then
+    _sdk_stream = None
 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
@@ -507,14 +513,8 @@ class AnthropicModel:
             self._cache,
         )
         try:
-            raw = await client.messages.create(
-                **params,
-                stream=True,
-                extra_headers=_headers_for(self._headers, params),
-                extra_body=self._extra_body,
-            )
-            async with raw:
-                events = _Events(raw)
+            options = {"extra_headers": _headers_for(self._headers, params), "extra_body": self._extra_body}
+            async with _events_of(client, {**params, **options}) as events:
                 stream.headers = events.response.headers
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
@@ -1166,6 +1166,26 @@ _HELD_DELTAS: dict[str, tuple[str, Callable[[str], types.RawContentBlockDelta]]]
 }
 
 
+@contextlib.asynccontextmanager
+async def _events_of(client: anthropic.AsyncAnthropic, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+    """The events of one streamed call with `kwargs`, and the message they make: read by `_Events`
+    (linear in the reply's length) when the SDK has the accumulation it feeds (`accumulate_event`, of
+    a private module: 2.14 to 2.17 have it), else by the SDK's own stream helper, as before."""
+    if _accumulate_event() is None:
+        async with client.messages.stream(**kwargs) as events:
+            yield events
+        return
+    raw = await client.messages.create(**kwargs, stream=True)
+    async with raw:
+        yield _Events(raw)
+
+
+def _accumulate_event() -> Callable[..., Any] | None:
+    """The SDK's `accumulate_event`, None when this SDK has no such function (a later one may move it)."""
+    found = getattr(_sdk_stream, "accumulate_event", None)
+    return found if callable(found) else None
+
+
 class _Events:
     """A raw Messages API event stream, read as the SDK's `messages.stream()` reads it: the events
     as they come, and the message they make (`current_message_snapshot`, `get_final_message`) built
@@ -1175,7 +1195,9 @@ class _Events:
     not JSON raises the SDK's `ValueError` when its block ends, not at the delta that broke it."""
 
     def __init__(self, raw: anthropic.AsyncStream[types.RawMessageStreamEvent]) -> None:
-        self._raw = raw
+        accumulate = _accumulate_event()
+        assert accumulate is not None  # `_events_of` reads with `_Events` only when the SDK has it
+        self._raw, self._accumulate_event = raw, accumulate
         self._snapshot: types.ParsedMessage[None] | None = None
         self._json_bufs: dict[int, bytes] = {}  # the SDK's record of each block's input JSON
         self._held: dict[int, dict[str, list[str]]] = {}  # pieces not yet handed over, by index and type
@@ -1236,7 +1258,7 @@ class _Events:
                 )
 
     def _accumulate(self, event: types.RawMessageStreamEvent) -> None:
-        self._snapshot = _sdk_stream.accumulate_event(
+        self._snapshot = self._accumulate_event(
             event=event, current_snapshot=self._snapshot, json_bufs=self._json_bufs
         )
 
