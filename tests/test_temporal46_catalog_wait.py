@@ -16,12 +16,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporal_agents import catalog
 from temporal_audit_agents import catalog as other_catalog
-from temporal_server import TemporalServer, cli_env, endstate, temporal_fixture
+from temporal_server import TemporalServer, cli_env, endstate, serving, temporal_fixture
 from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
 from temporalio.worker import Replayer
 
@@ -30,6 +32,7 @@ from agent.durable.catalog import Catalog
 from agent.result import RunResult, StopReason
 from agent.temporal import TemporalRuns, build_worker
 from agent.temporal import _wire as w
+from agent.temporal import workflow as run_workflow
 from agent.temporal.worker import EndstateWorker, workflow_runner
 from agent.temporal.workflow import EndstateRun
 
@@ -77,13 +80,13 @@ def worker_process(server: TemporalServer, queue: str, catalog_wait: float) -> I
         log.unlink(missing_ok=True)
 
 
-async def refused_once(runs: TemporalRuns, run_id: str, says: str) -> None:
-    """Until one of the run's calls was refused and waits to be tried again (or the run has ended: the
-    refusal was final), 60 s at most."""
+async def refused_once(runs: TemporalRuns, run_id: str, says: str, unless: Any = None) -> None:
+    """Until one of the run's calls was refused and waits to be tried again (or the run has ended, or the
+    task `unless` has: the refusal was final), 60 s at most."""
     handle = runs.client.get_workflow_handle(run_id)
     for _ in range(600):
         described = await handle.describe()
-        if described.status is not WorkflowExecutionStatus.RUNNING:
+        if described.status is not WorkflowExecutionStatus.RUNNING or (unless is not None and unless.done()):
             return
         if any(says in p.last_failure.message for p in described.raw_description.pending_activities):
             return
@@ -131,6 +134,32 @@ def test_a_run_a_worker_lacks_the_agent_of_ends_on_the_worker_of_the_queue_that_
     assert (result.reason, result.error_type) == (StopReason.SUCCESS, None), result.note
     assert attempts[0] >= 2  # prepared past its first attempt, which the old worker refused
     assert replay_failure(history) is None  # and the run's history replays under this code
+
+
+def test_a_reply_whose_check_an_old_worker_refuses_is_checked_by_a_new_one_and_taken(
+    temporal: TemporalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reply to a waiting run is taken once a worker has checked it can go on (`endstate.ready`). Part-way
+    # through a deploy an old worker that lacks the agent refused the check for good: the reply was
+    # refused, though a new worker had the agent. Now its refusal is tried again within the check's window
+    # (two minutes here, so that a loaded machine does not decide the outcome), and the new worker takes it.
+    monkeypatch.setattr(run_workflow, "READY_TIMEOUT", timedelta(minutes=2))
+
+    async def scenario() -> RunResult:
+        runs = await connected(temporal)
+        q = runs.task_queue
+        async with serving(temporal, catalog(), q):
+            asked = await runs.start("counter", "count", state={"script": "question", "dir": str(tmp_path)})
+        assert isinstance(asked, RunResult) and asked.reason is StopReason.NEED_HELP
+        async with contextlib.AsyncExitStack() as deployed:
+            async with serving(temporal, other_catalog(), q, catalog_wait=120.0):  # only the old worker
+                answering = asyncio.create_task(runs.answer(asked.run_id, "3"))
+                await refused_once(runs, asked.run_id, LACKS, unless=answering)
+                await deployed.enter_async_context(serving(temporal, catalog(), q))  # the new one arrives
+            return await asyncio.wait_for(answering, 120)  # the old one has stopped
+
+    done = asyncio.run(scenario())
+    assert (done.reason, done.turns) == (StopReason.SUCCESS, 4)
 
 
 @pytest.mark.parametrize(
