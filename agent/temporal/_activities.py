@@ -71,9 +71,8 @@ class EndstateActivities:
     ) -> None:
         self.catalog = catalog
         self.queue = queue  # this worker's own task queue: a run sends there the texts it lacks
-        self.catalog_wait = (
-            catalog_wait  # seconds a call this catalog cannot build is tried again (`_refusal`)
-        )
+        # seconds a call is tried again when this catalog lacks its agent (`_refusal`)
+        self.catalog_wait = catalog_wait
         self._agents: OrderedDict[Execution, Agent] = OrderedDict()
         self._cancels: OrderedDict[Execution, CancelSignal | None] = OrderedDict()  # the catalog's `cancel`
         self._results = KeptResults(MAX_KEPT_CHARS)
@@ -426,14 +425,15 @@ class EndstateActivities:
         if not isinstance(exc, Lacking) or not wait:
             return _refused(said)
         delay = w.refusal_delay(info.attempt)
-        if (datetime.now(UTC) - info.scheduled_time).total_seconds() + delay > wait:
+        waited = (datetime.now(UTC) - info.scheduled_time).total_seconds()
+        if waited + delay > wait or _last_attempt(info):
             log.warning(
                 "run %s: %s; its %s call is refused for good", run["run_id"], exc.what, info.activity_type
             )
-            tried = (
-                f"Its call was tried again for up to {wait:g} s, on any worker of the queue (--catalog-wait)"
-            )
-            return _refused(f"{said}. {tried}")
+            if info.attempt == 1:
+                return _refused(said)
+            tried = f"It was tried {info.attempt} times, by any worker of the queue, within {wait:g} s"
+            return _refused(f"{said}. {tried} (--catalog-wait)")
         log.warning(
             "run %s: %s; Temporal tries its %s call again in %g s (attempt %d)",
             run["run_id"],
@@ -563,6 +563,13 @@ async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
 def _cancel_requested() -> bool:
     details = activity.cancellation_details()
     return details is not None and details.cancel_requested
+
+
+def _last_attempt(info: activity.Info) -> bool:
+    """Whether the call's retry policy allows it no more attempts (an approved call runs once; a run started
+    before `_remote.CATALOG_ROOM` has its few)."""
+    most = info.retry_policy.maximum_attempts if info.retry_policy else 0
+    return bool(most) and info.attempt >= most
 
 
 def _refused(message: str) -> ApplicationError:

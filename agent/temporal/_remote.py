@@ -917,13 +917,12 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         }
 
     async def send(payload: dict[str, Any], queue: str | None, once: bool, chunked: bool) -> dict[str, Any]:
+        # an approved call runs once: a refusal (a worker lacking the agent) ends it as any failure does
+        policy = TemporalRetry(maximum_attempts=1) if once else catalog_room(temporal_retry(retry), setup)
         options: dict[str, Any] = {
             "start_to_close_timeout": waited,
             "heartbeat_timeout": timedelta(seconds=setup.heartbeat_seconds),
-            # an approved call runs once: a refusal (a worker lacking the agent) ends it as any failure
-            "retry_policy": TemporalRetry(maximum_attempts=1)
-            if once
-            else catalog_room(temporal_retry(retry), setup),
+            "retry_policy": policy,
             **pinned(queue, setup),
         }
         return await _tool_call(ref, payload, options, w.TOOL_CHUNKED if chunked else w.TOOL)
