@@ -272,7 +272,8 @@ async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
             _say(
                 f"still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or no "
                 f"`endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
-                "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal"
+                "(start one), or none that polls it has the run's agent (its calls are tried again for the "
+                "workers' --catalog-wait). Ctrl-C stops waiting here; what was sent stays with Temporal"
             )
             return await asyncio.shield(task)
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM
