@@ -178,12 +178,12 @@ def test_a_run_no_worker_can_build_ends_error_saying_why_once_the_wait_is_spent(
     says: str,
     what: str,
 ) -> None:
-    # 5 s: tried at once, after 1 s, maybe after 2 s more (as the first tries came soon enough), then
-    # refused for good: the next try, 4 s later, would pass 5 s.
+    # 6 s: tried at once, after 1 s and 2 s more, then refused for good (the next try, 4 s later, would pass
+    # 6 s); fewer tries when a loaded machine took a try late.
     async def scenario() -> tuple[RunResult, list[int]]:
         runs = await connected(temporal)
         lacking = other_catalog() if task_type is None else catalog()
-        async with await worker(runs, lacking, catalog_wait=5.0):
+        async with await worker(runs, lacking, catalog_wait=6.0):
             state = {"script": "success", "dir": str(tmp_path)}
             result = await asyncio.wait_for(runs.start(agent, "count", state=state, task_type=task_type), 120)
         assert isinstance(result, RunResult)
@@ -195,9 +195,9 @@ def test_a_run_no_worker_can_build_ends_error_saying_why_once_the_wait_is_spent(
     assert says in result.note
     assert "any worker polling its task queue, so every one of them needs the same catalog" in result.note
     [tries] = attempts
-    assert tries in (2, 3)  # before, refused for good at the first
+    assert 2 <= tries <= 3  # before, refused for good at the first
     assert (
-        f"It was tried {tries} times, by any worker of the queue, within 5 s (--catalog-wait)" in result.note
+        f"It was tried {tries} times, by any worker of the queue, within 6 s (--catalog-wait)" in result.note
     )
     said = [r for r in caplog.records if r.levelno >= logging.WARNING and what in r.getMessage()]
     assert len(said) == tries  # one line a try
