@@ -49,7 +49,7 @@ def listed(server: TemporalServer, runs: TemporalRuns) -> dict[str, dict[str, ob
 
 def test_a_run_ended_as_error_reads_with_its_error_type(temporal: TemporalServer, tmp_path: object) -> None:
     async def scenario() -> None:
-        async with serving(temporal, catalog()) as runs:
+        async with serving(temporal, catalog(), catalog_wait=0) as runs:
             unknown = await runs.start("nobody", "Count")  # the workers lack the agent: error at once
             assert (unknown.reason, unknown.error_type) == (StopReason.ERROR, "ConfigError")
             asked = uuid.uuid4().hex

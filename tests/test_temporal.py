@@ -125,7 +125,7 @@ def test_a_run_the_catalog_cannot_build_ends_as_error_saying_why(
     temporal: TemporalServer, tmp_path: Path, agent: str, task_type: str | None, says: str
 ) -> None:
     async def scenario() -> None:
-        async with worker(temporal, queue()) as runs:
+        async with worker(temporal, queue(), catalog_wait=0) as runs:  # refused for good at once
             result = await runs.start(agent, "count", state=state(tmp_path, "success"), task_type=task_type)
         assert (result.reason, result.error_type) == (StopReason.ERROR, "ConfigError")
         assert says in result.note

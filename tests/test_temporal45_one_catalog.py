@@ -33,7 +33,7 @@ def test_a_run_a_workers_catalog_cannot_build_says_every_worker_of_the_queue_nee
 ) -> None:
     async def scenario() -> RunResult:
         lacking = other_catalog() if task_type is None else catalog()
-        async with serving(temporal, lacking) as runs:
+        async with serving(temporal, lacking, catalog_wait=0) as runs:  # not tried again (temporal46)
             state = {"script": "success", "dir": str(tmp_path)}
             result = await asyncio.wait_for(runs.start(agent, "count", state=state, task_type=task_type), 120)
         assert isinstance(result, RunResult)

@@ -71,7 +71,8 @@ def test_an_answer_to_a_run_whose_workers_lack_its_agent_is_refused_and_the_run_
         async with worker(runs, catalog("looker")):
             asked = await asyncio.wait_for(runs.start("looker", "Look it up.", state={"script": "ask"}), 30)
         assert isinstance(asked, RunResult) and asked.reason == "need_help"
-        async with worker(runs, catalog("looker-v2")):  # the redeploy renamed it
+        # the redeploy renamed it; its refusal is tried again for 3 s (temporal46), then final
+        async with worker(runs, catalog("looker-v2"), catalog_wait=3.0):
             with pytest.raises(ConfigError, match=r"'looker'.*Deploy a worker.*reply again.*still waits"):
                 await asyncio.wait_for(runs.answer(asked.run_id, "That one."), 60)
             with pytest.raises(ConfigError, match="'looker'"):
@@ -92,7 +93,7 @@ def test_start_of_an_agent_the_workers_lack_exits_2_as_over_the_store(temporal: 
     async def scenario() -> tuple[tuple[int, str, str], tuple[int, str, str]]:
         runs = await connected(temporal)
         on = ("--temporal", temporal.address, "--task-queue", runs.task_queue)
-        async with worker(runs, catalog("looker")):
+        async with worker(runs, catalog("looker"), catalog_wait=0):  # refused for good at once
             refused = await endstate("start", "nosuch", "Look it up.", *on)
             taken = await endstate("start", "looker", "Look it up.", "--state", '{"script": "ask"}', *on)
         return refused, taken
@@ -120,7 +121,7 @@ def test_a_resume_on_workers_that_lack_the_runs_agent_is_refused_and_the_run_sta
             await runs.cancel(asked.run_id)
             assert (await asyncio.wait_for(runs.result(asked.run_id), 30)).reason == "cancelled"
             await asyncio.wait_for(runs.result(stopped.run_id), 30)  # its cleanup done
-        async with worker(runs, catalog("looker-v2")):
+        async with worker(runs, catalog("looker-v2"), catalog_wait=3.0):  # tried again for 3 s, then final
             with pytest.raises(ConfigError, match=r"'looker'.*Deploy a worker.*resume it again"):
                 await asyncio.wait_for(runs.resume(stopped.run_id, more=Extension(turns=5)), 60)
             with pytest.raises(ConfigError, match=r"'looker'.*Deploy a worker.*resume it again"):

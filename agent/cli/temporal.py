@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # Temporal is an extra: the CLI starts without it
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 STOP_SLACK_S = 5.0  # seconds past --grace a failed worker's shutdown may take before the process exits anyway
 FLUSH_ON_EXIT_S = 2.0  # seconds a second signal gives telemetry (spans and events queued) to be sent
+CATALOG_WAIT_S = 300.0  # `_wire.CATALOG_WAIT`: the CLI starts without Temporal's SDK
 NOTE_AFTER_S = 10.0  # seconds a command waits for a segment before it says what it waits for
 T = TypeVar("T")
 STORE_ONLY = {  # commands with no Temporal form: what does their work there
@@ -84,6 +85,15 @@ def register(sub: Any) -> None:
         metavar="EVENTS",
         help="history events of a run's execution past which it continues as new at its next turn "
         "(or when Temporal suggests it; default: 10000, at most 40000)",
+    )
+    worker.add_argument(
+        "--catalog-wait",
+        type=grace,
+        default=CATALOG_WAIT_S,
+        metavar="SECONDS",
+        help="seconds a call of a run whose agent (or task type) this worker's catalog lacks is tried again, "
+        "on whichever worker of the queue takes it (a rolling deploy), before the run ends as error "
+        f"(0 to a year; 0: at once; default: {CATALOG_WAIT_S:g})",
     )
     worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", help=f"address to serve /metrics on (default: {METRICS_ADDR})")
@@ -262,7 +272,8 @@ async def _noted(args: argparse.Namespace, call: Awaitable[T]) -> T:
             _say(
                 f"still waiting after {NOTE_AFTER_S:g} s for the run's segment to end: a long one, or no "
                 f"`endstate worker` polls task queue {args.task_queue!r} of namespace {args.namespace!r} "
-                "(start one). Ctrl-C stops waiting here; what was sent stays with Temporal"
+                "(start one), or none that polls it has the run's agent (its calls are tried again for the "
+                "workers' --catalog-wait). Ctrl-C stops waiting here; what was sent stays with Temporal"
             )
             return await asyncio.shield(task)
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM
@@ -539,6 +550,7 @@ async def _poll(args: argparse.Namespace, runs: Any, catalog: Any, telemetry: An
         hooks=telemetry.hooks,
         heartbeat_seconds=args.heartbeat,
         continue_after_events=args.continue_after,
+        catalog_wait=args.catalog_wait,
         graceful_shutdown_timeout=timedelta(seconds=args.grace),  # the activities in hand end first
         on_fatal_error=_kept_in(failures, failed),
         interceptors=[hand],

@@ -20,7 +20,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from temporalio import activity
@@ -66,9 +66,13 @@ def _timed(fn: Call) -> Call:
 class EndstateActivities:
     """The activities of one worker, over its catalog."""
 
-    def __init__(self, catalog: Catalog, queue: str | None = None) -> None:
+    def __init__(
+        self, catalog: Catalog, queue: str | None = None, catalog_wait: float = w.CATALOG_WAIT
+    ) -> None:
         self.catalog = catalog
         self.queue = queue  # this worker's own task queue: a run sends there the texts it lacks
+        # seconds a call is tried again when this catalog lacks its agent (`_refusal`)
+        self.catalog_wait = catalog_wait
         self._agents: OrderedDict[Execution, Agent] = OrderedDict()
         self._cancels: OrderedDict[Execution, CancelSignal | None] = OrderedDict()  # the catalog's `cancel`
         self._results = KeptResults(MAX_KEPT_CHARS)
@@ -101,7 +105,7 @@ class EndstateActivities:
                     state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
-            raise _refused(str(exc)) from exc
+            raise self._refusal(run, exc) from exc
         return self._told(run, {"state": state, "plan": w.plan_of(agent)}, state)
 
     @activity.defn(name=w.MODEL)
@@ -146,6 +150,7 @@ class EndstateActivities:
         """`model`, its input naming long texts by digest: `{"missing": [...]}` (no call made) when
         this worker does not keep some of them; the workflow then sends those in full."""
         run = call["run"]
+        self._agent(run)  # refused first: a worker that lacks it asks for no texts (see `_agent`)
         self._results.keep(run["run_id"], run["task"])  # every input carries it: a task entry needs no asking
         missing: list[str] = []
         journal = self._journal(run["run_id"], call["request"]["journal"], missing)
@@ -159,6 +164,7 @@ class EndstateActivities:
         """`model_by_digest`, its input naming the journal's settled prefix by the roots of a tree of
         chunks (`_wire.CHUNK`): `{"missing": [...]}` names the nodes and texts this worker lacks."""
         request = call["request"]
+        self._agent(call["run"])  # refused first, as in `model_by_digest`
         missing: list[str] = []
         run_id = call["run"]["run_id"]
         self._results.keep(run_id, call["run"]["task"])
@@ -232,6 +238,7 @@ class EndstateActivities:
         """`verify`, its input naming long texts by digest: `{"missing": [...]}` (no verifier run) when
         this worker does not keep some of them; else `{"failures": [...]}`."""
         run = check["run"]
+        self._agent(run)  # refused first, as in `model_by_digest`
         self._results.keep(run["run_id"], run["task"])  # every input carries it: a task entry needs no asking
         missing: list[str] = []
         calls = self._calls(run["run_id"], check["calls"], missing)
@@ -247,6 +254,7 @@ class EndstateActivities:
         and `model_chunked` do; read in the order the workflow built it (calls, then journal)."""
         run = check["run"]
         run_id = run["run_id"]
+        self._agent(run)  # refused first, as in `model_by_digest`
         self._results.keep(run_id, run["task"])
         missing: list[str] = []
         self._keep_nodes(run_id, check.get("call_nodes") or {}, missing, calls=True)
@@ -298,10 +306,11 @@ class EndstateActivities:
         try:
             agent = self._agents.get(_execution(run["run_id"])) or self._build(run)
         except ConfigError as exc:
-            raise _refused(
+            said = (
                 f"this worker cannot go on with run {run['run_id']}: {exc}. Deploy a worker whose catalog "
                 f"has agent {run['agent']!r} on this task queue"
-            ) from exc
+            )
+            raise self._refusal(run, exc, said) from exc
         tool = check.get("tool")
         if tool is not None and agent.tool_named(tool) is None:
             raise _refused(
@@ -397,15 +406,53 @@ class EndstateActivities:
         try:
             return self._build(run)
         except ConfigError as exc:
-            raise _refused(str(exc)) from exc
+            raise self._refusal(run, exc) from exc
+
+    def _refusal(self, run: dict[str, Any], exc: ConfigError, said: str | None = None) -> ApplicationError:
+        """The failure of a call this worker cannot build the run's agent for (`said`, else `exc`'s words).
+        When its catalog lacks the agent or task type (`Lacking`), another worker of the queue may have it
+        (a rolling deploy): Temporal tries the call again after `_wire.refusal_delay`, until `catalog_wait`
+        seconds since it was first scheduled (or its own schedule-to-close timeout) would pass. One line in
+        the log each time; only then, or for any other `ConfigError`, is the refusal final."""
+        said = said or str(exc)
+        try:
+            info = activity.info()
+        except RuntimeError:  # not in an activity (a worker's calls made by hand): refused at once
+            return _refused(said)
+        wait = self.catalog_wait
+        if info.schedule_to_close_timeout:  # the call's own bound (a reply's check: `workflow.READY_TIMEOUT`)
+            wait = min(wait, info.schedule_to_close_timeout.total_seconds())
+        if not isinstance(exc, Lacking) or not wait:
+            return _refused(said)
+        delay = w.refusal_delay(info.attempt)
+        waited = (datetime.now(UTC) - info.scheduled_time).total_seconds()
+        if waited + delay > wait or _last_attempt(info):
+            log.warning(
+                "run %s: %s; its %s call is refused for good", run["run_id"], exc.what, info.activity_type
+            )
+            if info.attempt == 1:
+                return _refused(said)
+            tried = f"It was tried {info.attempt} times, by any worker of the queue, within {wait:g} s"
+            return _refused(f"{said}. {tried} (--catalog-wait)")
+        log.warning(
+            "run %s: %s; Temporal tries its %s call again in %g s (attempt %d)",
+            run["run_id"],
+            exc.what,
+            info.activity_type,
+            delay,
+            info.attempt + 1,
+        )
+        return ApplicationError(
+            said, type="ConfigError", category=BENIGN, next_retry_delay=timedelta(seconds=delay)
+        )
 
     def _entry(self, agent: str) -> AgentEntry:
-        """The catalog's entry for `agent`; a `ConfigError` saying why every worker of a task queue needs it
+        """The catalog's entry for `agent`; `Lacking`, saying why every worker of a task queue needs it,
         when this worker's catalog lacks it."""
         try:
             return self.catalog.entry(agent)
         except ConfigError as exc:
-            raise ConfigError(f"{exc}{ONE_CATALOG}") from exc
+            raise Lacking(f"{exc}{ONE_CATALOG}", f"this worker's catalog has no agent {agent!r}") from exc
 
     def _build(self, run: dict[str, Any]) -> Agent:
         entry = self._entry(run["agent"])
@@ -419,9 +466,10 @@ class EndstateActivities:
         if task_type and task_type != agent.task_type:
             if task_type not in entry.task_types:
                 allowed = ", ".join(sorted({agent.task_type, *entry.task_types}))
-                raise ConfigError(
+                raise Lacking(
                     f"agent {run['agent']!r} does not run task type {task_type!r}; use one of: {allowed}"
-                    f"{ONE_CATALOG}"
+                    f"{ONE_CATALOG}",
+                    f"this worker's agent {run['agent']!r} does not run task type {task_type!r}",
                 )
             agent = dataclasses.replace(agent, task_type=task_type)
         self._agents[_execution(run["run_id"])] = agent
@@ -430,8 +478,18 @@ class EndstateActivities:
         return agent
 
 
+class Lacking(ConfigError):
+    """This worker's catalog lacks the run's agent (or task type): another worker of the queue may have
+    it. `what` says what is missing, in a few words for the log."""
+
+    def __init__(self, message: str, what: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 # Temporal hands a run's tasks to whichever worker polls its task queue, however their catalogs differ: a
-# worker that lacks the run's agent (or task type) ends it `error` even while another has it.
+# worker that lacks the run's agent (or task type) refuses its calls, Temporal tries them again on whichever
+# worker takes them, and once the worker's `catalog_wait` is spent the run ends `error` saying so.
 ONE_CATALOG = (
     " (on this worker: Temporal hands a run's work to any worker polling its task queue, so every one"
     " of them needs the same catalog. Give workers of another catalog a task queue of their own"
@@ -505,6 +563,13 @@ async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
 def _cancel_requested() -> bool:
     details = activity.cancellation_details()
     return details is not None and details.cancel_requested
+
+
+def _last_attempt(info: activity.Info) -> bool:
+    """Whether the call's retry policy allows it no more attempts (an approved call runs once; a run started
+    before `_remote.CATALOG_ROOM` has its few)."""
+    most = info.retry_policy.maximum_attempts if info.retry_policy else 0
+    return bool(most) and info.attempt >= most
 
 
 def _refused(message: str) -> ApplicationError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agent.hooks import NoHooks, RunHooks
+from agent.temporal._wire import CATALOG_WAIT
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,9 @@ class WorkerSetup:
     cancel_grace: float = 10.0  # how long a cancelled run's turn in flight may take to end (see `workflow`)
     # a run whose execution's history has more events continues as new at its next turn (see `workflow`)
     continue_after_events: int | None = 10_000  # None: never
+    # how long a call that a worker's catalog cannot build (its agent or task type missing) is tried again,
+    # on any worker of the queue, before the run ends `error` (see `_wire.CATALOG_WAIT`)
+    catalog_wait: float = CATALOG_WAIT
 
 
 _SETUPS: dict[str, WorkerSetup] = {}

@@ -155,7 +155,13 @@ QUEUE_NOT_COUNTED = "endstate-time-queued-for-a-worker-not-counted"
 # out of the run's active time, as a call's wait is (`WORKER_TIME`); the backoff itself counts, as in one
 # process. Runs started before count it, as they did.
 BACKOFF_WAIT = "endstate-backoff-wait-for-a-worker-not-counted"
+# A worker whose catalog lacks the run's agent (or task type) refuses its calls as retryable, until its
+# `catalog_wait` is spent (`_wire.CATALOG_WAIT`), so that one that has it takes them (a rolling deploy): each
+# call that builds the agent makes room in its retry policy for those refusals (`_wire.refusals_within`),
+# besides its own attempts. Runs started before keep their attempts, a refusal spending one.
+CATALOG_ROOM = "endstate-room-for-catalog-refusals"
 CALL_STATE_TIMEOUT = timedelta(seconds=10)
+MAX_ATTEMPTS = 2**31 - 1  # Temporal's bound on a retry policy's attempts (an int32)
 ANSWER_GRACE = 5.0  # seconds to wait for an answer Temporal already has (no longer pending)
 NO_TIME_LEFT = 0.001  # seconds: what a model call is sent when the run has no time left
 MAX_SENDS = 3  # times one call sends a text its workers lack before the run stops (see `by_digest`)
@@ -510,6 +516,14 @@ def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
     )
 
 
+def catalog_room(policy: TemporalRetry, setup: WorkerSetup) -> TemporalRetry:
+    """`policy`, with room for the attempts workers lacking the run's agent refuse (`CATALOG_ROOM`)."""
+    if not policy.maximum_attempts or not workflow.patched(CATALOG_ROOM):  # 0: no bound to make room in
+        return policy
+    more = w.refusals_within(setup.catalog_wait)
+    return dataclasses.replace(policy, maximum_attempts=min(policy.maximum_attempts + more, MAX_ATTEMPTS))
+
+
 async def settled(ref: RunRef, handle: workflow.ActivityHandle[Any]) -> Any:
     """The activity's answer. Cut by the loop's time budget (`WORKER_TIME`), it is taken all the same
     when it came in the workflow task the budget's timer fired in: the time the run waited for a worker
@@ -771,7 +785,7 @@ class ActivityModel:
             call,
             start_to_close_timeout=timedelta(seconds=self._setup.model_timeout),
             heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
-            retry_policy=temporal_retry(self._retry),
+            retry_policy=catalog_room(temporal_retry(self._retry), self._setup),
             cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
             **pinned(queue, self._setup),
         )
@@ -903,10 +917,12 @@ def _tool(spec: dict[str, Any], ref: RunRef, setup: WorkerSetup, retry: RetryPol
         }
 
     async def send(payload: dict[str, Any], queue: str | None, once: bool, chunked: bool) -> dict[str, Any]:
+        # an approved call runs once: a refusal (a worker lacking the agent) ends it as any failure does
+        policy = TemporalRetry(maximum_attempts=1) if once else catalog_room(temporal_retry(retry), setup)
         options: dict[str, Any] = {
             "start_to_close_timeout": waited,
             "heartbeat_timeout": timedelta(seconds=setup.heartbeat_seconds),
-            "retry_policy": TemporalRetry(maximum_attempts=1) if once else temporal_retry(retry),
+            "retry_policy": policy,
             **pinned(queue, setup),
         }
         return await _tool_call(ref, payload, options, w.TOOL_CHUNKED if chunked else w.TOOL)
@@ -1092,7 +1108,7 @@ class RemoteVerifier:
             payload,
             start_to_close_timeout=self._window,
             heartbeat_timeout=timedelta(seconds=self._setup.heartbeat_seconds),
-            retry_policy=TemporalRetry(maximum_attempts=3),
+            retry_policy=catalog_room(TemporalRetry(maximum_attempts=3), self._setup),
             **pinned(queue, self._setup),
         )
         try:

@@ -107,6 +107,32 @@ CHUNK = 64
 DIGESTED = {"task": "text", "note": "text", "result": "text"}
 PART_DIGESTED = {"text": "text", "call": "arguments", "opaque": "data"}
 
+# A worker whose catalog lacks a run's agent (or task type) refuses its calls as retryable: Temporal tries
+# each again after `refusal_delay` (1, 2, 4, 8, then every 10 s), on whichever worker of the queue takes it,
+# until the worker's `catalog_wait` (seconds since the call was first scheduled) is spent: a rolling deploy
+# that adds an agent has the run reach a worker that has it. Then the refusal is final, and the run ends
+# `error` saying what is missing.
+CATALOG_WAIT = 300.0
+MAX_REFUSAL_DELAY = 10.0
+
+
+def refusal_delay(attempt: int) -> float:
+    """Seconds before Temporal tries again a call refused at `attempt` (from 1) for a catalog that lacks
+    its agent."""
+    return min(2.0 ** min(attempt - 1, 10), MAX_REFUSAL_DELAY)
+
+
+def refusals_within(wait: float) -> int:
+    """How many refusals of one call (for a catalog that lacks its agent) Temporal tries again before
+    `wait` seconds are spent: the room a call's retry policy makes for them."""
+    count, spent = 0, 0.0
+    while (delay := refusal_delay(count + 1)) < MAX_REFUSAL_DELAY and spent + delay <= wait:
+        count, spent = count + 1, spent + delay
+    if spent + refusal_delay(count + 1) > wait:
+        return count
+    return count + int((wait - spent) // MAX_REFUSAL_DELAY)  # the rest every `MAX_REFUSAL_DELAY`
+
+
 # search attributes: visible and queryable in Temporal's list views
 SA_AGENT = SearchAttributeKey.for_keyword("EndstateAgent")
 SA_TASK_TYPE = SearchAttributeKey.for_keyword("EndstateTaskType")

@@ -117,6 +117,7 @@ async def build_worker(
     cut_grace: float = 5.0,
     cancel_grace: float = 10.0,
     continue_after_events: int | None = 10_000,
+    catalog_wait: float = w.CATALOG_WAIT,
     **options: Any,
 ) -> EndstateWorker:
     """A worker running Endstate workflows and the catalog's activities on `task_queue`.
@@ -126,10 +127,15 @@ async def build_worker(
     turn in flight may take to end before it is cut (as a runner's shutdown grace).
     `continue_after_events`: a run whose execution's history has more events than this (or that
     Temporal suggests to continue as new) goes on in a new execution at its next turn boundary; None:
-    never (a long run then stops `history_too_large` near Temporal's bound on events).
+    never (a long run then stops `history_too_large` near Temporal's bound on events). `catalog_wait`:
+    how long a call of a run whose agent (or task type) this worker's catalog lacks is tried again, with
+    backoff, on whichever worker of the queue takes it (a rolling deploy that adds an agent), before the
+    run ends `error` saying what is missing; 0: at once.
     """
     _check_setup(task_queue, heartbeat_seconds=heartbeat_seconds, model_timeout=model_timeout)
-    _check_setup(task_queue, least=0.0, cut_grace=cut_grace, cancel_grace=cancel_grace)
+    _check_setup(
+        task_queue, least=0.0, cut_grace=cut_grace, cancel_grace=cancel_grace, catalog_wait=catalog_wait
+    )
     _check_events(continue_after_events)
     await ensure_search_attributes(client, client.namespace)
     setup = WorkerSetup(
@@ -139,11 +145,12 @@ async def build_worker(
         cut_grace=cut_grace,
         cancel_grace=cancel_grace,
         continue_after_events=continue_after_events,
+        catalog_wait=catalog_wait,
     )
     _registry.register(task_queue, setup)
     client = _reading_each_input_alone(client)
     own = f"{task_queue}@{uuid.uuid4().hex}"
-    activities = EndstateActivities(catalog, own)
+    activities = EndstateActivities(catalog, own, catalog_wait)
     interceptors = [OneInput(), *options.pop("interceptors", ())]
     shared = Worker(
         client,

@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.snapshot import Snapshot
     from agent.temporal import _wire as w
     from agent.temporal._registry import lookup
-    from agent.temporal._remote import CATALOG_CANCEL, RunRef, now, workflow_agent
+    from agent.temporal._remote import CATALOG_CANCEL, RunRef, catalog_room, now, workflow_agent
 
 # A cancel lets the turn in flight end (a tool's result is kept) and stops the run before its next turn, as
 # a runner's cancel does; past the worker's `cancel_grace` it cuts the turn there. Runs started before were
@@ -296,7 +296,7 @@ class EndstateRun:
             args,
             start_to_close_timeout=PREPARE_TIMEOUT,
             heartbeat_timeout=_heartbeat(),
-            retry_policy=TemporalRetry(maximum_attempts=3),
+            retry_policy=catalog_room(TemporalRetry(maximum_attempts=3), lookup(workflow.info().task_queue)),
         )
         attributes = [w.SA_TASK_TYPE.value_set(out["plan"]["task_type"])]
         if workflow.patched(STARTED_ANYWHERE):
@@ -630,7 +630,7 @@ class EndstateRun:
                 retry_policy=READY_RETRY,
             )
         except ActivityError as exc:
-            cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
+            cause = _refusal_of(exc)
             return cause.message if cause else f"no worker could check the run ({exc.cause or exc})"
         return None
 
@@ -677,6 +677,15 @@ class EndstateRun:
         assert self._waiting is not None and self._waiting.suspension is not None  # _expecting checked
         if problem := reply_problem(reply, pending, self._waiting.suspension.question):
             raise ApplicationError(f"the run {problem}", type="AnswerError")
+
+
+def _refusal_of(exc: ActivityError) -> ApplicationError | None:
+    """A worker's refusal that failed the activity: its failure, or the last one before it timed out
+    (refusals tried again until the check's own timeout: `_wire.CATALOG_WAIT`)."""
+    for cause in (exc.cause, getattr(exc.cause, "cause", None)):
+        if isinstance(cause, ApplicationError):
+            return cause
+    return None
 
 
 def _heartbeat() -> timedelta:
