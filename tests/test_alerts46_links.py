@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 import yaml
 from prom_stack import require_binary
 from test_alerts import ALERTS, RUNBOOK_BASE, unit_tests_of
+from test_oncall43_review_links import build_rules, built_alerts
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"(?P<base>https?://[^\s?]+?)/d/(?P<uid>[\w-]+)/(?P<slug>[\w-]+)(?:\?(?P<query>.*))?")
@@ -64,21 +64,6 @@ def test_every_alert_links_its_runbook_and_the_dashboard_filtered_to_its_agent(n
         f"var-{label}": f"{{{{ $labels.{label} | urlquery }}}}" for label in carried
     }, f"{name} fires with {carried}: its link selects those"
     assert set(carried) <= variables
-
-
-def build_rules(*args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "alerts.build", *args]
-    return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
-
-
-def built_alerts(out: Path) -> dict[str, dict[str, Any]]:
-    return {
-        rule["alert"]: rule
-        for path in out.glob("*.yml")
-        for group in yaml.safe_load(path.read_text())["groups"]
-        for rule in group["rules"]
-        if "alert" in rule
-    }
 
 
 def test_a_grafana_base_lands_in_every_dashboard_link_and_nowhere_else(tmp_path: Path) -> None:
