@@ -8,6 +8,7 @@ import gzip
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -125,9 +126,12 @@ def test_a_run_the_catalog_cannot_build_ends_as_error_saying_why(
     temporal: TemporalServer, tmp_path: Path, agent: str, task_type: str | None, says: str
 ) -> None:
     async def scenario() -> None:
-        async with worker(temporal, queue(), catalog_wait=0) as runs:  # refused for good at once
+        async with worker(temporal, queue()) as runs:  # the default wait (0): refused for good at once
+            began = time.monotonic()
             result = await runs.start(agent, "count", state=state(tmp_path, "success"), task_type=task_type)
+            took = time.monotonic() - began
         assert (result.reason, result.error_type) == (StopReason.ERROR, "ConfigError")
+        assert took < 60, f"refused after {took:.0f} s: a mistyped agent is said at once by default"
         assert says in result.note
 
     asyncio.run(scenario())

@@ -93,7 +93,7 @@ def test_start_of_an_agent_the_workers_lack_exits_2_as_over_the_store(temporal: 
     async def scenario() -> tuple[tuple[int, str, str], tuple[int, str, str]]:
         runs = await connected(temporal)
         on = ("--temporal", temporal.address, "--task-queue", runs.task_queue)
-        async with worker(runs, catalog("looker"), catalog_wait=0):  # refused for good at once
+        async with worker(runs, catalog("looker")):  # the default wait (0): refused for good at once
             refused = await endstate("start", "nosuch", "Look it up.", *on)
             taken = await endstate("start", "looker", "Look it up.", "--state", '{"script": "ask"}', *on)
         return refused, taken

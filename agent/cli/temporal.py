@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # Temporal is an extra: the CLI starts without it
 ENV_TEMPORAL = "ENDSTATE_TEMPORAL"
 STOP_SLACK_S = 5.0  # seconds past --grace a failed worker's shutdown may take before the process exits anyway
 FLUSH_ON_EXIT_S = 2.0  # seconds a second signal gives telemetry (spans and events queued) to be sent
-CATALOG_WAIT_S = 300.0  # `_wire.CATALOG_WAIT`: the CLI starts without Temporal's SDK
+CATALOG_WAIT_S = 0.0  # `_wire.CATALOG_WAIT`: the CLI starts without Temporal's SDK
 NOTE_AFTER_S = 10.0  # seconds a command waits for a segment before it says what it waits for
 T = TypeVar("T")
 STORE_ONLY = {  # commands with no Temporal form: what does their work there
@@ -92,8 +92,8 @@ def register(sub: Any) -> None:
         default=CATALOG_WAIT_S,
         metavar="SECONDS",
         help="seconds a call of a run whose agent (or task type) this worker's catalog lacks is tried again, "
-        "on whichever worker of the queue takes it (a rolling deploy), before the run ends as error "
-        f"(0 to a year; 0: at once; default: {CATALOG_WAIT_S:g})",
+        "on whichever worker of the queue takes it, before the run ends as error (0 to a year; a rolling "
+        f"deploy: 300, say; default: {CATALOG_WAIT_S:g}, at once, as a store refuses it)",
     )
     worker.add_argument("--metrics-port", type=port_number, help="serve Prometheus /metrics on this port")
     worker.add_argument("--metrics-addr", help=f"address to serve /metrics on (default: {METRICS_ADDR})")

@@ -111,8 +111,10 @@ PART_DIGESTED = {"text": "text", "call": "arguments", "opaque": "data"}
 # each again after `refusal_delay` (1, 2, 4, 8, then every 10 s), on whichever worker of the queue takes it,
 # until the worker's `catalog_wait` (seconds since the call was first scheduled) is spent: a rolling deploy
 # that adds an agent has the run reach a worker that has it. Then the refusal is final, and the run ends
-# `error` saying what is missing.
-CATALOG_WAIT = 300.0
+# `error` saying what is missing. 0 by default: refused at once, as a store's runner refuses an agent its
+# catalog lacks (a mistyped name is said at once); a fleet that deploys workers one by one sets a wait
+# (`--catalog-wait 300`).
+CATALOG_WAIT = 0.0
 MAX_REFUSAL_DELAY = 10.0
 
 

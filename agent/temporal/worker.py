@@ -130,7 +130,7 @@ async def build_worker(
     never (a long run then stops `history_too_large` near Temporal's bound on events). `catalog_wait`:
     how long a call of a run whose agent (or task type) this worker's catalog lacks is tried again, with
     backoff, on whichever worker of the queue takes it (a rolling deploy that adds an agent), before the
-    run ends `error` saying what is missing; 0: at once.
+    run ends `error` saying what is missing; 0 (the default): at once, as a store's runner refuses it.
     """
     _check_setup(task_queue, heartbeat_seconds=heartbeat_seconds, model_timeout=model_timeout)
     _check_setup(
