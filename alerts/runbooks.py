@@ -35,23 +35,32 @@ def check_base(base: str) -> str:
 
 def check_inbox_base(base: str) -> str:
     """`base` if the inbox links can be built on it, else a RunbookBaseError saying what is wrong."""
-    if not _INBOX.fullmatch(base):
-        raise RunbookBaseError(
-            f"--inbox-base {base!r} is not an http(s) URL without spaces, quotes, braces, a query or a "
-            "fragment: give the address people open the service at, such as https://agents.example.com "
-            "(links become https://agents.example.com/inbox?agent=...) or https://example.com/endstate"
-        )
-    return base
+    return _site_base(
+        base,
+        "--inbox-base",
+        "give the address people open the service at, such as https://agents.example.com "
+        "(links become https://agents.example.com/inbox?agent=...) or https://example.com/endstate",
+    )
 
 
 def check_grafana_base(base: str) -> str:
     """`base` if the dashboard links can be built on it, else a RunbookBaseError saying what is wrong."""
+    return _site_base(
+        base,
+        "--grafana-base",
+        "give the address people open Grafana at, such as https://grafana.example.com "
+        "(links become https://grafana.example.com/d/endstate-agent-stops/...) or "
+        "https://example.com/grafana (Grafana served under a path)",
+    )
+
+
+def _site_base(base: str, flag: str, fix: str) -> str:
+    """`base` if it is an http(s) address links can be built under (`_INBOX`), else a RunbookBaseError
+    naming `flag` and saying how to fix it (`fix`)."""
     if not _INBOX.fullmatch(base):
         raise RunbookBaseError(
-            f"--grafana-base {base!r} is not an http(s) URL without spaces, quotes, braces, a query or a "
-            "fragment: give the address people open Grafana at, such as https://grafana.example.com "
-            "(links become https://grafana.example.com/d/endstate-agent-stops/...) or "
-            "https://example.com/grafana (Grafana served under a path)"
+            f"{flag} {base!r} is not an http(s) URL without spaces, quotes, braces, a query or a "
+            f"fragment: {fix}"
         )
     return base
 
