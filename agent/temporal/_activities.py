@@ -282,14 +282,20 @@ class EndstateActivities:
 
     @activity.defn(name=w.CLEANUP)
     async def cleanup(self, run: dict[str, Any]) -> None:
-        """The run ended for good: let its world go."""
+        """The run ended for good: let its world go. A worker whose catalog lacks the run's agent cannot
+        know its cleanup: it refuses the call (`_refusal`, so another worker of the queue may take it
+        within `catalog_wait`) and says so in its log, rather than skip the cleanup unseen."""
         for cache in (self._agents, self._cancels):
             for key in [k for k in cache if k[0] == run["run_id"]]:  # of each of its executions
                 del cache[key]
         self._results.drop(run["run_id"])
         self._attempts.drop(run["run_id"])  # a run's id is its workflow's
-        entry = self.catalog.entries.get(run["agent"])
-        if entry is not None and entry.cleanup is not None:
+        try:
+            entry = self._entry(run["agent"])
+        except Lacking as exc:
+            log.warning("run %s: %s; its cleanup is not run on this worker", run["run_id"], exc.what)
+            raise self._refusal(run, exc) from exc
+        if entry.cleanup is not None:
             try:
                 async with _heartbeats():
                     await asyncio.to_thread(entry.cleanup, run["state"])  # in a thread: it may block
