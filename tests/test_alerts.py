@@ -271,10 +271,10 @@ def test_run_ends_are_stops_minus_resumes_of_that_reason() -> None:
         assert 'stop_reason!~"need_help|cancelled"' in by_name[stops]
     # Each window subtracts only the resumes of stops it may hold (`stopped_ago` at most its
     # length); `!~`/`!=` keep `unknown` and a series without the label subtracted, as before.
-    # Over a day `older` (over 6 hours) may be of a stop before the day: not subtracted either.
+    # `older` (over a day) may be of a stop before the day: subtracted from no window.
     windows = (
-        ("1h", 'stopped_ago!~"6h|older"'),
-        ("6h", 'stopped_ago!="older"'),
+        ("1h", 'stopped_ago!~"6h|1d|older"'),
+        ("6h", 'stopped_ago!~"1d|older"'),
         ("1d", 'stopped_ago!="older"'),
     )
     for window, matcher in windows:

@@ -70,13 +70,15 @@ LOOK_THEN_DONE = [[call("look", path="a")], [call("look", path="b")], [finish("d
         (HOUR, "1h"),
         (HOUR + 1, "6h"),
         (6 * HOUR, "6h"),
-        (6 * HOUR + 1, "older"),
+        (6 * HOUR + 1, "1d"),
+        (24 * HOUR, "1d"),
+        (24 * HOUR + 1, "older"),
         (3 * 24 * HOUR, "older"),
     ],
 )
 def test_a_limit_stop_given_more_budget_is_counted_by_how_long_ago_it_stopped(after: float, ago: str) -> None:
     """A host that gives a limit stop more turns days later counts an `older` resume, which no share's
-    window subtracts; within the hour, `1h` (the bounds are "at most")."""
+    window subtracts; within the hour, `1h`; within the day, `1d` (the bounds are "at most")."""
     metrics, clock = MetricsHooks(), Clock()
     limited = agent(metrics, clock, LOOK_THEN_DONE, budget=Budget(max_turns=1))
     first = limited.run("read")
@@ -86,7 +88,7 @@ def test_a_limit_stop_given_more_budget_is_counted_by_how_long_ago_it_stopped(af
     assert limited.resume(first.snapshot, more=Extension(turns=5)).reason is StopReason.SUCCESS
     assert resumed(metrics, "limit", ago) == 1
     others = [v for v in n.STOPPED_AGO_VALUES if v != ago]
-    assert [resumed(metrics, "limit", v) for v in others] == [0, 0, 0]
+    assert [resumed(metrics, "limit", v) for v in others] == [0] * len(others)
 
 
 def test_a_cancelled_run_resumed_is_counted_by_how_long_ago_it_was_cancelled() -> None:
@@ -157,6 +159,9 @@ def test_a_stop_keeps_its_time_through_the_codec_and_a_checkpoint_says_none() ->
         (T0, 0.0, "unknown"),  # a RunInfo that does not say when its segment starts
         (T0 + 30, T0, "1h"),  # a resuming host's clock behind the one that stopped it: just now
         (float("nan"), T0, "unknown"),
+        (T0 - 7 * HOUR, T0, "1d"),  # past 6 hours, within the day
+        (T0 - 24 * HOUR, T0, "1d"),
+        (T0 - 24 * HOUR - 1, T0, "older"),
         (T0 - 10 * 24 * HOUR, T0, "older"),
     ],
 )
@@ -166,7 +171,7 @@ def test_odd_times_give_a_bounded_value(stopped_at: float | None, started_at: fl
 
 
 def test_the_label_takes_only_its_few_values_whatever_the_ages() -> None:
-    """No raw seconds: a thousand resumes at a thousand ages make at most the four values."""
+    """No raw seconds: a thousand resumes at a thousand ages make at most the five values."""
     metrics = MetricsHooks()
     info = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, resumed_from="cancelled", started_at=T0)
     for i in range(1000):
@@ -181,7 +186,8 @@ def test_the_label_takes_only_its_few_values_whatever_the_ages() -> None:
         and s.labels[n.LABEL_STOPPED_AGO] != "unknown"
         and s.labels["stop_reason"] == "cancelled"
     }
-    assert counted == {"1h": 38, "6h": 185, "older": 777}  # 0..3589 s, 3686..21534 s, past 21600 s
+    # 0..3589 s, 3686..21534 s, 21631..86330 s, past 86400 s
+    assert counted == {"1h": 38, "6h": 185, "1d": 668, "older": 109}
 
 
 # -- the store runner: a resume with more budget, an answer, and recovery after a shutdown ------------
@@ -231,7 +237,7 @@ def test_an_observed_run_answered_hours_later_is_counted_by_when_it_asked(rig: R
     assert done.reason is StopReason.SUCCESS
     labels = {"task_type": TASK, "stop_reason": "need_help"}
     values = {ago: _sum(rig, labels | {"stopped_ago": ago}) for ago in n.STOPPED_AGO_VALUES}
-    assert values == {"1h": 0, "6h": 1, "older": 0, "unknown": 0}
+    assert values == {"1h": 0, "6h": 1, "1d": 0, "older": 0, "unknown": 0}
 
 
 def test_a_home_grown_run_answered_hours_later_is_counted_by_when_it_asked(rig: Rig) -> None:
@@ -260,7 +266,7 @@ def test_a_claude_agent_sdk_deferred_call_approved_hours_later_is_counted_by_whe
     assert done.reason is StopReason.SUCCESS
     labels = {"task_type": TASK, "stop_reason": "need_help"}
     values = {ago: _sum(rig, labels | {"stopped_ago": ago}) for ago in n.STOPPED_AGO_VALUES}
-    assert values == {"1h": 0, "6h": 0, "older": 1, "unknown": 0}
+    assert values == {"1h": 0, "6h": 0, "1d": 1, "older": 0, "unknown": 0}
 
 
 def _sum(rig: Rig, labels: dict[str, str]) -> float:
