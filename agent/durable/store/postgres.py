@@ -510,8 +510,10 @@ class _Sender:
         whether the connection broke."""
         try:
             pgconn = self._conn.pgconn
-            pgconn.consume_input()
             give_up = time.monotonic() + self._wait
+            if not _flushed(pgconn, give_up):
+                return self._timed_out(), False  # the server reads nothing: it hangs
+            pgconn.consume_input()
             while pgconn.is_busy():
                 if (left := give_up - time.monotonic()) <= 0:
                     return self._timed_out(), False  # not sent again: the server hangs
@@ -604,6 +606,19 @@ class _Sender:
                 self._read(self._in_flight)
             if self._conn is not None:
                 self._conn.close()
+
+
+def _flushed(pgconn: Any, give_up: float) -> bool:
+    """Send what of the statement libpq still holds (a nonblocking connection keeps what the socket's
+    buffers did not take: a checkpoint of megabytes) before its answer is waited for; False when the
+    server took none of it by `give_up` (`time.monotonic()`)."""
+    while pgconn.flush():  # 1: some is left, the socket is full
+        if (left := give_up - time.monotonic()) <= 0:
+            return False
+        readable, _, _ = select.select([pgconn.socket], [pgconn.socket], [], left)
+        if readable:  # the server may answer (an error) before it read the whole statement
+            pgconn.consume_input()
+    return True
 
 
 def _numbered(sql: str) -> str:
