@@ -65,7 +65,7 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import PrunedRunId, answerer, column_text, when
+from agent.durable.store.base import PrunedRunId, answerer, column_text, damaged_run, when
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped, reply_problem
@@ -416,7 +416,7 @@ class Runner:
             return snap  # it moved on meanwhile (another answer won): the claim says so
         raise StoreError(
             f"run {record.run_id}: the stored question or pending call does not match the run's "
-            "journal; nothing was changed. The store was edited by hand or is damaged"
+            f"journal; nothing was changed. {damaged_run(record.run_id)}"
         )
 
     async def resume(

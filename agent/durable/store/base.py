@@ -474,6 +474,14 @@ def when(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def damaged_run(run_id: str) -> str:
+    """What to do about a run whose stored rows disagree or lack a journal entry, in a sentence."""
+    return (
+        "The store was edited by hand or is damaged: restore the run's rows from a backup of the store, "
+        f"or `endstate end {run_id}` ends it (its journal is kept for review)"
+    )
+
+
 def too_late(run_id: str, deadline: float, ends_it: str) -> NotClaimable:
     """The refusal of an answer that came after the run's deadline; `ends_it`: what ends the run under
     its help policy instead, in a sentence (a store's deadline sweep, a Temporal run's timer)."""
