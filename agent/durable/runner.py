@@ -332,9 +332,7 @@ class Runner:
         """
         answer, approved = stored_pair(answer, approved)
         by = checked_answerer(by)
-        current = self.store.get(run_id)
-        if current is None:
-            raise UnknownRun(f"no run with id {run_id!r}")
+        current = self._stored(run_id)
         self._check_known(current)
         if segments is not None and segments != current.segments:
             raise NotClaimable(not_as_read(current, segments))
@@ -371,6 +369,17 @@ class Runner:
         else:
             raise NotClaimable(not_resumable(current) + self._running_hint(current))
         return self._resume_job(self._hold(record), release_to=current.status)
+
+    def _stored(self, run_id: str) -> RunRecord:
+        """The run as stored; `UnknownRun` when there is none, or when `run_id` is not text (no run's is:
+        a store would fail on it in a way of its own)."""
+        if not isinstance(run_id, str):
+            kind = type(run_id).__name__
+            raise UnknownRun(f"a run id is text, not {kind} ({run_id!r}); nothing was changed")
+        current = self.store.get(run_id)
+        if current is None:
+            raise UnknownRun(f"no run with id {run_id!r}")
+        return current
 
     def _running_hint(self, record: RunRecord) -> str:
         """For a running run, what continues it: recovery, when its worker is gone (a crash), else the
@@ -731,9 +740,7 @@ class Runner:
         or running with its worker gone), whatever its agent: one whose agent no deployment has any
         more, say, which no runner would ever claim. It ends `error` (error type `ended_by_operator`,
         counted and traced as any stop), its journal kept for review; it is not resumed. Nothing runs."""
-        current = self.store.get(run_id)
-        if current is None:
-            raise UnknownRun(f"no run with id {run_id!r}")
+        current = self._stored(run_id)
         lease, now = self.lease(), self.clock.time()
         if current.status is RunStatus.FINISHED:
             raise NotClaimable(f"run {run_id} has ended already ({current.stop_reason}); nothing was changed")
