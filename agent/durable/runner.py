@@ -657,6 +657,11 @@ class Runner:
             )
         return True
 
+    def left(self) -> list[RunRecord]:
+        """The runs `recover` and `sweep` would take now: after they ran, those they could not (the store
+        failed on them, each logged), or that became due meanwhile."""
+        return self.recoverable() + self.ours(self.store.expired(self.sweep_time()))
+
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
         return await self._drive_each(self.recovery_jobs(watched=False), "recovered")
