@@ -371,8 +371,9 @@ def _start(args: argparse.Namespace) -> int:
 def _recover(args: argparse.Namespace) -> int:
     with _runner(args, create=False) as runner:  # a run that cannot go on is logged; the others still do
         results = asyncio.run(runner.recover())
-        results += asyncio.run(runner.sweep())
-        left = [r.run_id for r in runner.left()]
+        swept = runner.sweep_time()
+        results += asyncio.run(runner.sweep(swept))
+        left = [r.run_id for r in runner.left(swept)]
     for result in results:
         print(result_line(result, store_on(args)))
     print(f"{plural(len(results), 'run')} recovered or swept")

@@ -657,10 +657,10 @@ class Runner:
             )
         return True
 
-    def left(self) -> list[RunRecord]:
-        """The runs `recover` and `sweep` would take now: after they ran, those they could not (the store
-        failed on them, each logged), or that became due meanwhile."""
-        return self.recoverable() + self.ours(self.store.expired(self.sweep_time()))
+    def left(self, swept: float) -> list[RunRecord]:
+        """After `recover` and a `sweep` at time `swept`, the runs they could not take (the store failed
+        on them, each logged): those recoverable still, and those whose deadline had passed then."""
+        return self.recoverable() + self.ours(self.store.expired(swept))
 
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
