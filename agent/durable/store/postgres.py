@@ -41,6 +41,7 @@ MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 LOCK_TIMEOUT = "5s"
 LOCK_NOT_AVAILABLE = "55P03"
 STATEMENT_TIMED_OUT = "57014"  # query_canceled: statement_timeout, or a cancel request
+READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only on
 # TCP keepalives and the user timeout, unless the URL sets them: an idle connection to a peer that
 # vanished (no RST) is found dead within about a minute, and one whose sent data is not acknowledged
 # within `TCP_USER_TIMEOUT_MS` is closed by the kernel.
@@ -375,8 +376,15 @@ def bounded(conn: Any, timeout: float) -> Any:
 
 
 def lock_hint(sqlstate: str | bytes | None) -> str:
-    """What to do when a statement gave up waiting for a lock; '' for any other failure."""
-    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != LOCK_NOT_AVAILABLE:
+    """What to do when a statement gave up waiting for a lock, or the server takes no writes; '' for
+    any other failure."""
+    code = sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
+    if code == READ_ONLY:
+        return (
+            "; the server takes no writes (a standby replica, or default_transaction_read_only on for the "
+            "database or role): point --store at the primary, or turn that setting off. Nothing was changed"
+        )
+    if code != LOCK_NOT_AVAILABLE:
         return ""
     return (
         "; another database session holds a lock on the run store's rows (an open transaction?): "
