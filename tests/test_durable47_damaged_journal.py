@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from test_runner_agents import catalog, counted, counter_state
 
+from agent.clock import SystemClock
 from agent.durable.runner import Runner
 from agent.durable.store import StoreError, open_store
 from agent.durable.store._sql import ENTRIES, SqlStore
@@ -56,5 +57,29 @@ def test_an_answer_to_a_run_missing_a_journal_entry_says_how_to_fix_it_and_the_o
         assert runner.store.get(damaged) == before and counted(tmp_path / "damaged") == [1]
         assert asyncio.run(runner.resume(fine, "2")).reason is StopReason.SUCCESS
         assert counted(tmp_path / "fine") == [1, 2]
+    finally:
+        runner.store.close()
+
+
+class _Later(SystemClock):
+    """The system's clock two hours on: the runs' deadlines (an hour) have passed for this runner."""
+
+    def time(self) -> float:
+        return super().time() + 7200
+
+
+def test_a_run_missing_a_journal_entry_ended_at_its_deadline_says_resume_not_end(
+    store_url: str, tmp_path: Path
+) -> None:
+    damaged = asked(store_url, tmp_path / "damaged")
+    drop_entry(store_url, damaged, last=False)
+    runner = Runner(open_store(store_url), catalog(), clock=_Later())
+    try:
+        assert asyncio.run(runner.sweep()) == []  # it cannot be expired: it ends, saying why
+        record = runner.store.get(damaged)
+        assert record is not None and (record.stop_reason, record.error_type) == ("error", "bad_snapshot")
+        assert "journal entry 1 is missing" in record.note and "restore" in record.note
+        assert f"`endstate resume {damaged}` continues it" in record.note
+        assert "endstate end" not in record.note and "nothing was changed" not in record.note  # it ended
     finally:
         runner.store.close()

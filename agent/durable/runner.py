@@ -65,7 +65,7 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import PrunedRunId, answerer, column_text, damaged_run, when
+from agent.durable.store.base import ENDS_IT, PrunedRunId, answerer, column_text, damaged_run, when
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped, reply_problem
@@ -1315,8 +1315,9 @@ def _why(exc: BaseException) -> str:
 
 def _as_ended(why: str) -> str:
     """A refusal's reason, told of a run that is ended for it: its "nothing was changed" (true of a
-    refused claim, which gives the run back) is not true of this run, so it is left out."""
-    return re.sub(r"[;,]? (and )?nothing was changed\b", "", why)
+    refused claim, which gives the run back) is not true of this run, so it is left out, and so is the
+    way out of a damaged run by ending it (`ENDS_IT`)."""
+    return ENDS_IT.sub("", re.sub(r"[;,]? (and )?nothing was changed\b", "", why))
 
 
 def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
