@@ -16,6 +16,7 @@ import math
 import os
 import shlex
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -370,11 +371,22 @@ def _start(args: argparse.Namespace) -> int:
 def _recover(args: argparse.Namespace) -> int:
     with _runner(args, create=False) as runner:  # a run that cannot go on is logged; the others still do
         results = asyncio.run(runner.recover())
-        results += asyncio.run(runner.sweep())
+        swept = runner.sweep_time()
+        results += asyncio.run(runner.sweep(swept))
+        left = [r.run_id for r in runner.left(swept)]
     for result in results:
         print(result_line(result, store_on(args)))
     print(f"{plural(len(results), 'run')} recovered or swept")
-    return max(map(exit_code, results), default=0)  # a run cut short by SIGTERM or Ctrl-C: not over
+    code = max(map(exit_code, results), default=0)  # a run cut short by SIGTERM or Ctrl-C: not over
+    if left and code == 0:  # the store failed on them (said above): a timer that runs this sees it
+        verb = "is" if len(left) == 1 else "are"
+        print(
+            f"endstate: {plural(len(left), 'run')} {verb} left to recover or sweep: {', '.join(left)}; "
+            "`endstate recover` tries again once the cause said above is fixed",
+            file=sys.stderr,
+        )
+        return 2
+    return code
 
 
 def _end_args(p: argparse.ArgumentParser) -> None:

@@ -65,7 +65,7 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import PrunedRunId, answerer, column_text, when
+from agent.durable.store.base import ENDS_IT, PrunedRunId, answerer, column_text, damaged_run, when
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped, reply_problem
@@ -332,9 +332,7 @@ class Runner:
         """
         answer, approved = stored_pair(answer, approved)
         by = checked_answerer(by)
-        current = self.store.get(run_id)
-        if current is None:
-            raise UnknownRun(f"no run with id {run_id!r}")
+        current = self._stored(run_id)
         self._check_known(current)
         if segments is not None and segments != current.segments:
             raise NotClaimable(not_as_read(current, segments))
@@ -371,6 +369,17 @@ class Runner:
         else:
             raise NotClaimable(not_resumable(current) + self._running_hint(current))
         return self._resume_job(self._hold(record), release_to=current.status)
+
+    def _stored(self, run_id: str) -> RunRecord:
+        """The run as stored; `UnknownRun` when there is none, or when `run_id` is not text (no run's is:
+        a store would fail on it in a way of its own)."""
+        if not isinstance(run_id, str):
+            kind = type(run_id).__name__
+            raise UnknownRun(f"a run id is text, not {kind} ({run_id!r}); nothing was changed")
+        current = self.store.get(run_id)
+        if current is None:
+            raise UnknownRun(f"no run with id {run_id!r}")
+        return current
 
     def _running_hint(self, record: RunRecord) -> str:
         """For a running run, what continues it: recovery, when its worker is gone (a crash), else the
@@ -416,7 +425,7 @@ class Runner:
             return snap  # it moved on meanwhile (another answer won): the claim says so
         raise StoreError(
             f"run {record.run_id}: the stored question or pending call does not match the run's "
-            "journal; nothing was changed. The store was edited by hand or is damaged"
+            f"journal; nothing was changed. {damaged_run(record.run_id)}"
         )
 
     async def resume(
@@ -648,6 +657,11 @@ class Runner:
             )
         return True
 
+    def left(self, swept: float) -> list[RunRecord]:
+        """After `recover` and a `sweep` at time `swept`, the runs they could not take (the store failed
+        on them, each logged): those recoverable still, and those whose deadline had passed then."""
+        return self.recoverable() + self.ours(self.store.expired(swept))
+
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
         return await self._drive_each(self.recovery_jobs(watched=False), "recovered")
@@ -731,9 +745,7 @@ class Runner:
         or running with its worker gone), whatever its agent: one whose agent no deployment has any
         more, say, which no runner would ever claim. It ends `error` (error type `ended_by_operator`,
         counted and traced as any stop), its journal kept for review; it is not resumed. Nothing runs."""
-        current = self.store.get(run_id)
-        if current is None:
-            raise UnknownRun(f"no run with id {run_id!r}")
+        current = self._stored(run_id)
         lease, now = self.lease(), self.clock.time()
         if current.status is RunStatus.FINISHED:
             raise NotClaimable(f"run {run_id} has ended already ({current.stop_reason}); nothing was changed")
@@ -1303,8 +1315,9 @@ def _why(exc: BaseException) -> str:
 
 def _as_ended(why: str) -> str:
     """A refusal's reason, told of a run that is ended for it: its "nothing was changed" (true of a
-    refused claim, which gives the run back) is not true of this run, so it is left out."""
-    return re.sub(r"[;,]? (and )?nothing was changed\b", "", why)
+    refused claim, which gives the run back) is not true of this run, so it is left out, and so is the
+    way out of a damaged run by ending it (`ENDS_IT`)."""
+    return ENDS_IT.sub("", re.sub(r"[;,]? (and )?nothing was changed\b", "", why))
 
 
 def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:

@@ -34,6 +34,7 @@ from agent.durable.store.base import (
     UnreadableSnapshot,
     WriteRefused,
     answer_kind,
+    damaged_run,
     dumps,
     pending_of,
     too_late,
@@ -444,8 +445,8 @@ class SqlStore:
         for i, row in enumerate(rows):
             if int(row["seq"]) != i:  # a journal with a hole is another run: never read it as one
                 raise UnreadableSnapshot(
-                    f"run {run_id}: its journal entry {i} is missing (the next is {row['seq']}); the store "
-                    "was edited by hand or is damaged"
+                    f"run {run_id}: its journal entry {i} is missing (the next is {row['seq']}); nothing "
+                    f"was changed. {damaged_run(run_id)}"
                 )
         try:
             return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])

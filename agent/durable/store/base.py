@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -472,6 +473,18 @@ def answerer(by: object) -> str | None:
 def when(timestamp: float) -> str:
     """A stored time for a message: `2026-09-14 08:30:00 UTC`."""
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def damaged_run(run_id: str) -> str:
+    """What to do about a run whose stored rows disagree or lack a journal entry, in a sentence. Its
+    way out by `endstate end` is `ENDS_IT`, which a note of a run ended for the damage leaves out."""
+    return (
+        "The store was edited by hand or is damaged: restore the run's rows from a backup of the store, "
+        f"or `endstate end {run_id}` ends it (its journal is kept for review)"
+    )
+
+
+ENDS_IT = re.compile(r", or `endstate end [^`]*` ends it \(its journal is kept for review\)")
 
 
 def too_late(run_id: str, deadline: float, ends_it: str) -> NotClaimable:

@@ -41,6 +41,7 @@ MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
 LOCK_TIMEOUT = "5s"
 LOCK_NOT_AVAILABLE = "55P03"
 STATEMENT_TIMED_OUT = "57014"  # query_canceled: statement_timeout, or a cancel request
+READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only on
 # TCP keepalives and the user timeout, unless the URL sets them: an idle connection to a peer that
 # vanished (no RST) is found dead within about a minute, and one whose sent data is not acknowledged
 # within `TCP_USER_TIMEOUT_MS` is closed by the kernel.
@@ -375,8 +376,15 @@ def bounded(conn: Any, timeout: float) -> Any:
 
 
 def lock_hint(sqlstate: str | bytes | None) -> str:
-    """What to do when a statement gave up waiting for a lock; '' for any other failure."""
-    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != LOCK_NOT_AVAILABLE:
+    """What to do when a statement gave up waiting for a lock, or the server takes no writes; '' for
+    any other failure."""
+    code = sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
+    if code == READ_ONLY:
+        return (
+            "; the server takes no writes (a standby replica, or default_transaction_read_only on for the "
+            "database or role): point --store at the primary, or turn that setting off. Nothing was changed"
+        )
+    if code != LOCK_NOT_AVAILABLE:
         return ""
     return (
         "; another database session holds a lock on the run store's rows (an open transaction?): "
@@ -510,8 +518,10 @@ class _Sender:
         whether the connection broke."""
         try:
             pgconn = self._conn.pgconn
-            pgconn.consume_input()
             give_up = time.monotonic() + self._wait
+            if not _flushed(pgconn, give_up):
+                return self._timed_out(), False  # the server reads nothing: it hangs
+            pgconn.consume_input()
             while pgconn.is_busy():
                 if (left := give_up - time.monotonic()) <= 0:
                     return self._timed_out(), False  # not sent again: the server hangs
@@ -604,6 +614,19 @@ class _Sender:
                 self._read(self._in_flight)
             if self._conn is not None:
                 self._conn.close()
+
+
+def _flushed(pgconn: Any, give_up: float) -> bool:
+    """Send what of the statement libpq still holds (a nonblocking connection keeps what the socket's
+    buffers did not take: a checkpoint of megabytes) before its answer is waited for; False when the
+    server took none of it by `give_up` (`time.monotonic()`)."""
+    while pgconn.flush():  # 1: some is left, the socket is full
+        if (left := give_up - time.monotonic()) <= 0:
+            return False
+        readable, _, _ = select.select([pgconn.socket], [pgconn.socket], [], left)
+        if readable:  # the server may answer (an error) before it read the whole statement
+            pgconn.consume_input()
+    return True
 
 
 def _numbered(sql: str) -> str:
