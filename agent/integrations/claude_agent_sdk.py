@@ -57,6 +57,7 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
 from agent.integrations._observe import (
+    EXITS,
     OPTIONS,
     Recorder,
     Usage,
@@ -261,6 +262,10 @@ async def arun(
         if reader.result is None or isinstance(exc, asyncio.CancelledError):
             return recorder.fail(exc, raw=exc)
         # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
+    except EXITS as exc:
+        reader.flush()
+        recorder.fail(exc, raw=exc)
+        raise
     return _conclude(recorder, reader)
 
 

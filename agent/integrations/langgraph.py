@@ -90,6 +90,7 @@ from agent.integrations._framework import require
 from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
+    EXITS,
     OPTIONS,
     Reading,
     Recorder,
@@ -378,6 +379,9 @@ async def arun(
         paused = await _paused_at(graph, config, invoke_kwargs, halted)
     except (Exception, asyncio.CancelledError) as exc:
         return _stopped(recorder, exc)
+    except EXITS as exc:
+        _stopped(recorder, exc)
+        raise
     return _ended(recorder, graph, output, config, paused)
 
 

@@ -88,6 +88,7 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
 from agent.integrations._observe import (
+    EXITS,
     OPTIONS,
     Reading,
     Recorder,
@@ -321,6 +322,9 @@ async def arun(
             result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
         return run.stopped(exc)
+    except EXITS as exc:
+        run.stopped(exc)
+        raise
     return run.ended(result)
 
 

@@ -82,6 +82,7 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
 from agent.integrations._observe import (
+    EXITS,
     OPTIONS,
     Recorder,
     Usage,
@@ -183,6 +184,10 @@ async def arun(
     except (Exception, asyncio.CancelledError) as exc:
         totals.count(recorder)
         return _stopped(recorder, exc)
+    except EXITS as exc:
+        totals.count(recorder)
+        _stopped(recorder, exc)
+        raise
     totals.count(recorder)
     return _ended(recorder, result)
 

@@ -1,0 +1,131 @@
+"""A tool's `SystemExit` or `KeyboardInterrupt` under another framework: the framework lets it out of
+its run, and it goes on up to the caller (the integration does not stand in the way of a process
+asked to end), but the run it left still ends with one stop recorded and its span ended, and the
+sync entry point's event loop keeps nothing of it for the thread's next run.
+
+Before: the OpenAI Agents SDK's run had no stop and its span never ended (the exception passed
+`arun` by); under Pydantic AI and LangGraph (whose tools run in tasks of their own, from which
+asyncio lets such an exception out of the loop at once) the run's task was left pending on the
+thread's kept loop, and went on in the thread's next sync run, raising there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from agents import Agent as OAAgent
+from agents import function_tool
+from agents.testing.model import ModelStep, ScriptedModel, assistant_message, function_call
+from integrations_support import Rig, calls, graph_of, rigged, says
+from langchain_core.tools import tool as lc_tool
+from langgraph.prebuilt import ToolNode
+from pydantic_ai import Agent as PAIAgent
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.models.test import TestModel
+
+from agent import StopReason
+from agent.integrations import langgraph as lg
+from agent.integrations import openai_agents as oa
+from agent.integrations import pydantic_ai as pai
+from agent.integrations._sync import run_sync
+from telemetry import names as n
+
+TASK = "exits"
+
+
+def pydantic_ai(tool: Callable[..., str], hooks: Any) -> Any:
+    agent: PAIAgent[None, str] = PAIAgent(TestModel(), name="exiting")
+    agent.tool_plain(tool)
+    return pai.run(agent, "go", hooks=hooks, task_type=TASK)
+
+
+def openai_agents(tool: Callable[..., str], hooks: Any) -> Any:
+    steps = [
+        ModelStep(output=[function_call(tool.__name__, {"path": "a"}, call_id="c1")]),
+        ModelStep(output=[assistant_message("done")]),
+    ]
+    agent = OAAgent(name="exiting", model=ScriptedModel(steps), tools=[function_tool(tool)])
+    return oa.run(agent, "go", hooks=hooks, task_type=TASK)
+
+
+def langgraph(tool: Callable[..., str], hooks: Any) -> Any:
+    graph = graph_of(
+        [calls(tool.__name__, {"path": "a"}, "c1"), says("done")], tools=ToolNode([lc_tool(tool)])
+    )
+    graph.name = "exiting"
+    return lg.run(graph, {"messages": [("user", "go")]}, hooks=hooks, task_type=TASK)
+
+
+def cli(path: str) -> str:
+    """A wrapped argparse CLI: it exits."""
+    raise SystemExit(2)
+
+
+def interrupted(path: str) -> str:
+    """Ctrl-C inside."""
+    raise KeyboardInterrupt
+
+
+def look(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+def stops(rig: Rig) -> list[str]:
+    return [str((s.attributes or {}).get(n.STOP_REASON)) for s in rig.run_spans()]
+
+
+@pytest.mark.parametrize("tool", [cli, interrupted])
+@pytest.mark.parametrize("framework", [pydantic_ai, openai_agents, langgraph])
+def test_a_tools_exit_goes_up_with_the_run_ended_and_nothing_left_for_the_next_run(
+    framework: Callable[..., Any], tool: Callable[..., str]
+) -> None:
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)
+    exc = SystemExit if tool is cli else KeyboardInterrupt
+    with rigged() as first:
+        with pytest.raises(exc):
+            framework(tool, first.hooks)
+        (stop,) = stops(first)  # one stop, its span ended, before the caller goes on
+        assert stop in (str(StopReason.ERROR), str(StopReason.CANCELLED))
+        assert sum(first.stops("exiting", TASK, r) for r in ("error", "cancelled")) == 1
+    with rigged() as second:  # the same thread's next sync run is its own, and nothing of the first runs
+        res = framework(look, second.hooks)
+        assert res.reason is StopReason.SUCCESS
+        assert stops(second) == [str(StopReason.SUCCESS)]
+    assert stops(first) == [stop]
+
+
+def pydantic_ai_exiting(exc: BaseException, hooks: Any) -> Any:
+    def exiting(messages: Any, info: Any) -> Any:
+        raise exc
+
+    agent: PAIAgent[None, str] = PAIAgent(FunctionModel(exiting), name="exiting")
+    return pai.arun(agent, "go", hooks=hooks, task_type=TASK)
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt()])
+@pytest.mark.parametrize("sync", [True, False])
+def test_an_exit_in_the_runs_own_task_ends_the_run_and_goes_up(
+    rig: Rig, exc: BaseException, sync: bool
+) -> None:
+    """Raised in the run's own task (Pydantic AI calls its model there: a blocking client interrupted
+    by Ctrl-C, say), the exception reached `arun`, which let it by: no stop, the run's span never
+    ended. Now `error` of its type (a `SystemExit`) or `cancelled` (Ctrl-C), as in Endstate's own
+    runs, and the exception goes on up. (The other frameworks run their tools, models and nodes in
+    tasks of their own: see the test above.)"""
+    with pytest.raises(type(exc)):
+        if sync:
+            run_sync(pydantic_ai_exiting(exc, rig.hooks))
+        else:
+            asyncio.run(pydantic_ai_exiting(exc, rig.hooks))
+    if isinstance(exc, SystemExit):
+        assert stops(rig) == [str(StopReason.ERROR)]
+        (span,) = rig.run_spans()
+        assert (span.attributes or {})[n.ERROR_TYPE] == "SystemExit"
+    else:
+        assert stops(rig) == [str(StopReason.CANCELLED)]
