@@ -898,6 +898,7 @@ def _recorder(
     need(agent, isinstance(agent, AbstractAgent), f"pydantic_ai.{entry}", "a pydantic_ai.Agent")
     check_keywords(f"pydantic_ai.{entry}()", getattr(type(agent), entry), run_kwargs, OPTIONS, _FILLED)
     _name_by_caller(agent, run_kwargs)
+    _check_usage(run_kwargs.get("usage"))
     run_kwargs["infer_name"] = False  # Pydantic AI would look in this module's frames: named `agent`
     model, provider = _model_of(run_kwargs.get("model") or agent.model)
     return Recorder.start(
@@ -910,6 +911,16 @@ def _recorder(
         limits=_limits(run_kwargs.get("usage_limits") or UsageLimits(), run_kwargs.get("timeout")),
         **options,
     )
+
+
+def _check_usage(usage: Any) -> None:
+    """A clear `ConfigError` for a `usage=` that is no `RunUsage`, before the run begins (its tokens are
+    read as the run's own before: an `AttributeError` out of a run begun, with no stop)."""
+    if usage is not None and not isinstance(usage, RunUsage):
+        raise ConfigError(
+            f"usage= is Pydantic AI's RunUsage (a delegating tool's ctx.usage), not {type(usage).__name__}: "
+            "pass the RunUsage the run's tokens add to, or leave it out"
+        )
 
 
 def _model_of(model: Any) -> tuple[str, str]:
