@@ -113,6 +113,7 @@ class EndstateCapability(AbstractCapability[Any]):
 
     def __init__(self, recorder: Recorder, totals: _Totals | None = None) -> None:
         self.recorder, self.totals = recorder, totals or _Totals()
+        self.owner = _current_task()  # the run's own task (made in it; None: made outside any)
 
     async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
         self.totals.usage = ctx.usage
@@ -120,6 +121,11 @@ class EndstateCapability(AbstractCapability[Any]):
         self.recorder.model_started(messages=lambda: api_messages(sent))
         try:
             response: ModelResponse = await handler(request_context)
+        except asyncio.CancelledError as exc:
+            if not _cancelling(self.owner):  # Pydantic AI cancelled a streamed request's own task as its
+                raise  # stream failed or closed: the run's end says how the call ended (`call_failed`)
+            self.recorder.model_ended(Usage(), error=exc)
+            raise
         except BaseException as exc:
             self.recorder.model_ended(Usage(), error=exc)
             raise
@@ -911,6 +917,18 @@ def _recorder(
         limits=_limits(run_kwargs.get("usage_limits") or UsageLimits(), run_kwargs.get("timeout")),
         **options,
     )
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop runs here
+        return None
+
+
+def _cancelling(task: asyncio.Task[Any] | None) -> bool:
+    """Whether `task` (a run's own) is being cancelled: its caller stopping it (None: unknown, so yes)."""
+    return task is None or task.cancelling() > 0
 
 
 def _check_usage(usage: Any) -> None:
