@@ -49,7 +49,8 @@ How runs end (either way):
 | a final reply the model API refused, LangChain's  | `gave_up`, cause `refusal`            |
 | `ModelRefusalError`                               |                                       |
 | LangChain's `ContextOverflowError`                | `limit`/`context`                     |
-| the task cancelled                                | `cancelled`                           |
+| the task cancelled, or the run drained for a      | `cancelled` (drained: the checkpoint  |
+| shutdown (`RunControl.request_drain()`)           | is saved, input None goes on)         |
 | any other exception                               | `error`, with its type                |
 
 The verifiers see the final state at `ctx.state["output"]`; the output text
@@ -78,7 +79,7 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError, ModelRefusalError
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
-from langgraph.errors import GraphRecursionError
+from langgraph.errors import GraphDrained, GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, StateSnapshot
@@ -613,6 +614,12 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     """The stop an exception out of the graph stands for (see the table above)."""
     if isinstance(exc, GraphRecursionError):
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
+    if isinstance(exc, GraphDrained):  # a shutdown's cooperative stop at a step's end, checkpointed first
+        note = (
+            f"LangGraph drained the run ({exc.reason}) at a step's end; its checkpoint is saved: "
+            "run the graph on the same thread with input None to go on."
+        )
+        return recorder.finish(StopReason.CANCELLED, note=note, raw=exc)
     if isinstance(exc, ContextOverflowError | ModelRefusalError):  # LangChain's, raised by its chat models
         recorder.call_failed(exc)
         note = f"{type(exc).__name__}: {exc}"
