@@ -1,12 +1,12 @@
-"""A tool's `SystemExit` or `KeyboardInterrupt` under another framework: the framework lets it out of
-its run, and it goes on up to the caller (the integration does not stand in the way of a process
-asked to end), but the run it left still ends with one stop recorded and its span ended, and the
-sync entry point's event loop keeps nothing of it for the thread's next run.
+"""A tool's `SystemExit`, `KeyboardInterrupt` or another `BaseException` under another framework: the
+framework lets it out of its run, and it goes on up to the caller (the integration does not stand in
+the way of a process asked to end), but the run it left still ends with one stop recorded and its
+span ended, and the sync entry point's event loop keeps nothing of it for the thread's next run.
 
-Before: the OpenAI Agents SDK's run had no stop and its span never ended (the exception passed
-`arun` by); under Pydantic AI and LangGraph (whose tools run in tasks of their own, from which
-asyncio lets such an exception out of the loop at once) the run's task was left pending on the
-thread's kept loop, and went on in the thread's next sync run, raising there.
+Before: the run had no stop and its span never ended when the exception reached `arun` (it let it
+by); a `SystemExit` or `KeyboardInterrupt` raised in a task of the framework's own (where each runs
+its tools), which asyncio lets out of the loop at once, left the run's task pending on the thread's
+kept loop, to go on in the thread's next sync run, raising there.
 """
 
 from __future__ import annotations
@@ -69,6 +69,15 @@ def interrupted(path: str) -> str:
     raise KeyboardInterrupt
 
 
+class Quit(BaseException):
+    """A library's own control flow, not an `Exception` (as `bdb.BdbQuit`, gevent's `GreenletExit`)."""
+
+
+def quitting(path: str) -> str:
+    """A debugger quit inside."""
+    raise Quit("quit")
+
+
 def look(path: str) -> str:
     """Read a file."""
     return f"contents of {path}"
@@ -78,7 +87,7 @@ def stops(rig: Rig) -> list[str]:
     return [str((s.attributes or {}).get(n.STOP_REASON)) for s in rig.run_spans()]
 
 
-@pytest.mark.parametrize("tool", [cli, interrupted])
+@pytest.mark.parametrize("tool", [cli, interrupted, quitting])
 @pytest.mark.parametrize("framework", [pydantic_ai, openai_agents, langgraph])
 def test_a_tools_exit_goes_up_with_the_run_ended_and_nothing_left_for_the_next_run(
     framework: Callable[..., Any], tool: Callable[..., str]
@@ -86,7 +95,7 @@ def test_a_tools_exit_goes_up_with_the_run_ended_and_nothing_left_for_the_next_r
     from agents import set_tracing_disabled
 
     set_tracing_disabled(True)
-    exc = SystemExit if tool is cli else KeyboardInterrupt
+    exc = {cli: SystemExit, interrupted: KeyboardInterrupt, quitting: Quit}[tool]
     with rigged() as first:
         with pytest.raises(exc):
             framework(tool, first.hooks)

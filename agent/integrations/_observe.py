@@ -41,9 +41,6 @@ from agent.verify import Verifier, VerifierError, checked_in_thread
 
 DEFAULT_TASK_TYPE = "default"  # the integrations' task type when none is given
 DEFAULT_HELP_SECONDS = 24 * 3600.0  # how long a foreign approval waits, unless told
-# A tool's or a callback's exit (a wrapped argparse CLI) or Ctrl-C, which the frameworks let out of their
-# runs: the run ends (`error` of its type, `cancelled`), and it goes on up, as out of the framework's run
-EXITS = (SystemExit, KeyboardInterrupt)
 # Endstate's own options of every integration's run (each adds its few); the rest go to the framework
 OPTIONS = ("hooks", "task_type", "verifiers", "run_id", "agent_name", "resumed", "help_seconds")
 

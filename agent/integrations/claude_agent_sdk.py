@@ -57,7 +57,6 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
 from agent.integrations._observe import (
-    EXITS,
     OPTIONS,
     Recorder,
     Usage,
@@ -262,7 +261,7 @@ async def arun(
         if reader.result is None or isinstance(exc, asyncio.CancelledError):
             return recorder.fail(exc, raw=exc)
         # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
-    except EXITS as exc:
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
         reader.flush()
         recorder.fail(exc, raw=exc)
         raise

@@ -91,7 +91,6 @@ from agent.integrations._framework import require
 from agent.integrations._lg_saver import sync_capable
 from agent.integrations._observe import (
     DEFAULT_HELP_SECONDS,
-    EXITS,
     OPTIONS,
     Reading,
     Recorder,
@@ -380,7 +379,7 @@ async def arun(
         paused = await _paused_at(graph, config, invoke_kwargs, halted)
     except (Exception, asyncio.CancelledError) as exc:
         return _stopped(recorder, exc)
-    except EXITS as exc:
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
         _stopped(recorder, exc)
         raise
     return _ended(recorder, graph, output, config, paused)

@@ -88,7 +88,6 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
 from agent.integrations._observe import (
-    EXITS,
     OPTIONS,
     Reading,
     Recorder,
@@ -322,7 +321,7 @@ async def arun(
             result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
         return run.stopped(exc)
-    except EXITS as exc:
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
         run.stopped(exc)
         raise
     return run.ended(result)

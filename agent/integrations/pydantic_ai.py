@@ -82,7 +82,6 @@ from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._framework import require
 from agent.integrations._observe import (
-    EXITS,
     OPTIONS,
     Recorder,
     Usage,
@@ -190,7 +189,7 @@ async def arun(
     except (Exception, asyncio.CancelledError) as exc:
         totals.count(recorder)
         return _stopped(recorder, exc)
-    except EXITS as exc:
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
         totals.count(recorder)
         _stopped(recorder, exc)
         raise
