@@ -44,13 +44,18 @@ def _to_its_end(runner: asyncio.Runner, coro: Coroutine[Any, Any, T]) -> T:
     thread's next sync run."""
     try:
         return runner.run(coro, context=contextvars.copy_context())
-    except (SystemExit, KeyboardInterrupt):
+    except (SystemExit, KeyboardInterrupt) as first:
         loop = runner.get_loop()
         for task in [t for t in asyncio.all_tasks(loop) if t.get_coro() is coro]:
             task.cancel()
             while not task.done():  # each other task the exit ends lets it out of the loop again, once
-                with contextlib.suppress(BaseException):  # the exception going up says enough
+                try:
                     loop.run_until_complete(task)
+                except KeyboardInterrupt as again:
+                    if again is not first:  # Ctrl-C once more: the caller waits no longer for the run
+                        raise first from None
+                except BaseException:  # the exception going up says enough
+                    pass
         raise
 
 
