@@ -138,3 +138,51 @@ def test_an_exit_in_the_runs_own_task_ends_the_run_and_goes_up(
         assert (span.attributes or {})[n.ERROR_TYPE] == "SystemExit"
     else:
         assert stops(rig) == [str(StopReason.CANCELLED)]
+
+
+async def quitting_async(path: str) -> str:
+    """A debugger quit inside."""
+    raise Quit("quit")
+
+
+async def openai_agents_stream(hooks: Any) -> Any:
+    steps = [
+        ModelStep(output=[function_call("quitting_async", {"path": "a"}, call_id="c1")]),
+        ModelStep(output=[assistant_message("done")]),
+    ]
+    agent = OAAgent(name="exiting", model=ScriptedModel(steps), tools=[function_tool(quitting_async)])
+    stream = oa.run_streamed(agent, "go", hooks=hooks, task_type=TASK)
+    try:
+        async for _ in stream.stream_events():
+            pass
+    finally:
+        ended.append(stream.result)
+
+
+async def langgraph_stream(hooks: Any) -> Any:
+    tools = ToolNode([lc_tool(quitting_async)])
+    graph = graph_of([calls("quitting_async", {"path": "a"}, "c1"), says("done")], tools=tools)
+    graph.name = "exiting"
+    stream = lg.astream(graph, {"messages": [("user", "go")]}, hooks=hooks, task_type=TASK)
+    try:
+        async for _ in stream:
+            pass
+    finally:
+        ended.append(stream.result)
+
+
+ended: list[Any] = []  # each stream's result, as its reader's `finally` saw it
+
+
+@pytest.mark.parametrize("stream", [openai_agents_stream, langgraph_stream])
+def test_a_streamed_run_a_tool_quits_ends_as_an_error_of_its_type_not_the_callers_cancel(
+    rig: Rig, stream: Callable[..., Any]
+) -> None:
+    """The stream's own end took any such exception for the caller stopping its reading: `cancelled`,
+    "The caller cancelled the run.", though nobody had."""
+    ended.clear()
+    with pytest.raises(Quit):
+        asyncio.run(stream(rig.hooks))
+    (res,) = ended
+    assert (res.reason, res.error_type) == (StopReason.ERROR, "Quit")
+    assert stops(rig) == [str(StopReason.ERROR)]

@@ -467,9 +467,9 @@ class GraphStream:
                         payload = _without_ours(payload) if mode == "messages" else payload
                         yield payload if self._single else (mode, payload)
             paused = await _paused_at(self._graph, config, self._kwargs, reading.halted)
-        except (Exception, asyncio.CancelledError) as exc:
+        except BaseException as exc:  # (a run already ended, by the caller dropping the stream, stays so)
             self.result = _stopped(recorder, exc)
-            if isinstance(exc, asyncio.CancelledError):
+            if not isinstance(exc, Exception):  # the run's own failure ends the stream; the rest goes on up
                 raise
         else:
             self.result = _ended(recorder, self._graph, reading.output(), config, paused)
