@@ -31,9 +31,32 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     current span, say) as they are at the call.
     """
     if not in_running_loop():
-        return _RUNNERS.runner().run(coro, context=contextvars.copy_context())
+        return _to_its_end(_RUNNERS.runner(), coro)
     coro.close()
     raise ConfigError("run/resume were called inside a running event loop: await arun/aresume instead")
+
+
+def _to_its_end(runner: asyncio.Runner, coro: Coroutine[Any, Any, T]) -> T:
+    """`coro` run on `runner`'s loop. A `SystemExit` or `KeyboardInterrupt` that leaves the loop while
+    the run goes on (raised in a task of the framework's own, a tool's, which asyncio lets out of the
+    loop at once; or a signal handler's `sys.exit()`) goes on up, as out of `asyncio.run`, once the run
+    has been cancelled and has ended (its stop recorded): the kept loop would go on with it in the
+    thread's next sync run."""
+    try:
+        return runner.run(coro, context=contextvars.copy_context())
+    except (SystemExit, KeyboardInterrupt) as first:
+        loop = runner.get_loop()
+        for task in [t for t in asyncio.all_tasks(loop) if t.get_coro() is coro]:
+            task.cancel()
+            while not task.done():  # each other task the exit ends lets it out of the loop again, once
+                try:
+                    loop.run_until_complete(task)
+                except KeyboardInterrupt as again:
+                    if again is not first:  # Ctrl-C once more: the caller waits no longer for the run
+                        raise first from None
+                except BaseException:  # the exception going up says enough
+                    pass
+        raise
 
 
 class _Kept:

@@ -261,6 +261,10 @@ async def arun(
         if reader.result is None or isinstance(exc, asyncio.CancelledError):
             return recorder.fail(exc, raw=exc)
         # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+        reader.flush()
+        recorder.fail(exc, raw=exc)
+        raise
     return _conclude(recorder, reader)
 
 

@@ -49,7 +49,8 @@ How runs end (either way):
 | a final reply the model API refused, LangChain's  | `gave_up`, cause `refusal`            |
 | `ModelRefusalError`                               |                                       |
 | LangChain's `ContextOverflowError`                | `limit`/`context`                     |
-| the task cancelled                                | `cancelled`                           |
+| the task cancelled, or the run drained for a      | `cancelled` (drained: the checkpoint  |
+| shutdown (`RunControl.request_drain()`)           | is saved, input None goes on)         |
 | any other exception                               | `error`, with its type                |
 
 The verifiers see the final state at `ctx.state["output"]`; the output text
@@ -78,7 +79,7 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError, ModelRefusalError
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
-from langgraph.errors import GraphRecursionError
+from langgraph.errors import GraphDrained, GraphRecursionError
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, StateSnapshot
@@ -378,6 +379,9 @@ async def arun(
         paused = await _paused_at(graph, config, invoke_kwargs, halted)
     except (Exception, asyncio.CancelledError) as exc:
         return _stopped(recorder, exc)
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+        _stopped(recorder, exc)
+        raise
     return _ended(recorder, graph, output, config, paused)
 
 
@@ -463,9 +467,9 @@ class GraphStream:
                         payload = _without_ours(payload) if mode == "messages" else payload
                         yield payload if self._single else (mode, payload)
             paused = await _paused_at(self._graph, config, self._kwargs, reading.halted)
-        except (Exception, asyncio.CancelledError) as exc:
+        except BaseException as exc:  # (a run already ended, by the caller dropping the stream, stays so)
             self.result = _stopped(recorder, exc)
-            if isinstance(exc, asyncio.CancelledError):
+            if not isinstance(exc, Exception):  # the run's own failure ends the stream; the rest goes on up
                 raise
         else:
             self.result = _ended(recorder, self._graph, reading.output(), config, paused)
@@ -609,6 +613,12 @@ def _stopped(recorder: Recorder, exc: BaseException) -> RunResult:
     """The stop an exception out of the graph stands for (see the table above)."""
     if isinstance(exc, GraphRecursionError):
         return recorder.finish(StopReason.LIMIT, limit=LimitKind.TURNS, note=str(exc), raw=exc)
+    if isinstance(exc, GraphDrained):  # a shutdown's cooperative stop at a step's end, checkpointed first
+        note = (
+            f"LangGraph drained the run ({exc.reason}) at a step's end; its checkpoint is saved: "
+            "run the graph on the same thread with input None to go on."
+        )
+        return recorder.finish(StopReason.CANCELLED, note=note, raw=exc)
     if isinstance(exc, ContextOverflowError | ModelRefusalError):  # LangChain's, raised by its chat models
         recorder.call_failed(exc)
         note = f"{type(exc).__name__}: {exc}"

@@ -321,6 +321,9 @@ async def arun(
             result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
     except (Exception, asyncio.CancelledError) as exc:
         return run.stopped(exc)
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+        run.stopped(exc)
+        raise
     return run.ended(result)
 
 
@@ -378,12 +381,9 @@ class StreamedRun:
                 self.raw = Runner.run_streamed(self._agent, self._input, hooks=run.hooks, **run.runner_kwargs)
             async for event in self.raw.stream_events():
                 yield event
-        except (Exception, asyncio.CancelledError) as exc:
-            self.result = run.stopped(exc)
-            if self.raw is not None and isinstance(exc, asyncio.CancelledError):  # so is the run
-                self.raw.cancel()
-                if run_cancelled():  # the caller's cancel goes on out; a tool's own is the run's error stop
-                    raise
+        except BaseException as exc:
+            if self._ended_by(run, exc):
+                raise
         else:
             self.result = run.ended(self.raw)
         finally:
@@ -391,6 +391,20 @@ class StreamedRun:
                 if self.raw is not None:
                     self.raw.cancel()
                 self.result = run.stopped(GeneratorExit("the caller stopped reading the stream"))
+
+    def _ended_by(self, run: _Observed, exc: BaseException) -> bool:
+        """The run ended by `exc` out of the SDK's stream; whether `exc` goes on up. The run's own
+        failure ends the stream; anything else stops the SDK's run too and goes on up: the caller's
+        cancel (a tool's own `CancelledError` is the run's error stop), its close (`GeneratorExit`), a
+        `SystemExit`, a library's own."""
+        if isinstance(exc, Exception):
+            self.result = run.stopped(exc)
+            return False
+        if self.result is None:
+            self.result = run.stopped(exc)
+        if self.raw is not None:
+            self.raw.cancel()
+        return not isinstance(exc, asyncio.CancelledError) or run_cancelled()
 
 
 class _Observed:

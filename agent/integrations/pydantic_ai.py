@@ -112,6 +112,7 @@ class EndstateCapability(AbstractCapability[Any]):
 
     def __init__(self, recorder: Recorder, totals: _Totals | None = None) -> None:
         self.recorder, self.totals = recorder, totals or _Totals()
+        self.owner = _current_task()  # the run's own task (made in it; None: made outside any)
 
     async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
         self.totals.usage = ctx.usage
@@ -119,6 +120,11 @@ class EndstateCapability(AbstractCapability[Any]):
         self.recorder.model_started(messages=lambda: api_messages(sent))
         try:
             response: ModelResponse = await handler(request_context)
+        except asyncio.CancelledError as exc:
+            if not _cancelling(self.owner):  # Pydantic AI cancelled a streamed request's own task as its
+                raise  # stream failed or closed: the run's end says how the call ended (`call_failed`)
+            self.recorder.model_ended(Usage(), error=exc)
+            raise
         except BaseException as exc:
             self.recorder.model_ended(Usage(), error=exc)
             raise
@@ -183,6 +189,10 @@ async def arun(
     except (Exception, asyncio.CancelledError) as exc:
         totals.count(recorder)
         return _stopped(recorder, exc)
+    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+        totals.count(recorder)
+        _stopped(recorder, exc)
+        raise
     totals.count(recorder)
     return _ended(recorder, result)
 
@@ -893,6 +903,7 @@ def _recorder(
     need(agent, isinstance(agent, AbstractAgent), f"pydantic_ai.{entry}", "a pydantic_ai.Agent")
     check_keywords(f"pydantic_ai.{entry}()", getattr(type(agent), entry), run_kwargs, OPTIONS, _FILLED)
     _name_by_caller(agent, run_kwargs)
+    _check_usage(run_kwargs.get("usage"))
     run_kwargs["infer_name"] = False  # Pydantic AI would look in this module's frames: named `agent`
     model, provider = _model_of(run_kwargs.get("model") or agent.model)
     return Recorder.start(
@@ -905,6 +916,28 @@ def _recorder(
         limits=_limits(run_kwargs.get("usage_limits") or UsageLimits(), run_kwargs.get("timeout")),
         **options,
     )
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop runs here
+        return None
+
+
+def _cancelling(task: asyncio.Task[Any] | None) -> bool:
+    """Whether `task` (a run's own) is being cancelled: its caller stopping it (None: unknown, so yes)."""
+    return task is None or task.cancelling() > 0
+
+
+def _check_usage(usage: Any) -> None:
+    """A clear `ConfigError` for a `usage=` that is no `RunUsage`, before the run begins (its tokens are
+    read as the run's own before: an `AttributeError` out of a run begun, with no stop)."""
+    if usage is not None and not isinstance(usage, RunUsage):
+        raise ConfigError(
+            f"usage= is Pydantic AI's RunUsage (a delegating tool's ctx.usage), not {type(usage).__name__}: "
+            "pass the RunUsage the run's tokens add to, or leave it out"
+        )
 
 
 def _model_of(model: Any) -> tuple[str, str]:
