@@ -123,18 +123,29 @@ def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = He
     if observed.count == 0 or observed.longest <= 0 or observed.past_top:
         return None
     raw = max(observed.quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
-    return Ceiling(kind, observed, _within(kind, max(round_up(raw), FLOORS.get(kind, 0.0))))
+    suggested = _within(kind, max(round_up(raw), FLOORS.get(kind, 0.0)))
+    return None if suggested is None else Ceiling(kind, observed, suggested)
 
 
 _WHOLE = (LimitKind.TURNS, LimitKind.TOKENS)
 
 
-def _within(kind: LimitKind, value: float) -> float:
-    """`value` as a ceiling of `kind`: whole for turns and tokens, and at most what a Budget takes
-    (64 bits, a year, a float): a suggestion past it, read from an absurd run, could not be pasted."""
-    if kind in _WHOLE:
-        return min(math.ceil(value), MAX_COUNT) if math.isfinite(value) else MAX_COUNT
-    return min(value, MAX_SECONDS if kind is LimitKind.SECONDS else MAX_FLOAT)
+BOUNDS = {
+    LimitKind.TURNS: MAX_COUNT,
+    LimitKind.SECONDS: MAX_SECONDS,
+    LimitKind.TOKENS: MAX_COUNT,
+    LimitKind.COST: MAX_FLOAT,
+}  # the most a Budget takes of each
+
+
+def _within(kind: LimitKind, value: float) -> float | None:
+    """`value` as a ceiling of `kind` (whole for turns and tokens); None past what a Budget takes
+    (64 bits, a year, a float): read from a run that used that much (a corrupt or forged record),
+    it is no advice, and cut to the bound it sat below that run and stopped nothing."""
+    if not math.isfinite(value):
+        return None
+    value = math.ceil(value) if kind in _WHOLE else value
+    return value if value <= BOUNDS[kind] else None
 
 
 # -- what the suggestion would have changed ---------------------------------------------
@@ -234,9 +245,9 @@ class PastRun:
             task_type=task_type,
             reason=StopReason(d.get("reason") or d["stop_reason"]),
             limit=LimitKind(limit) if limit and limit != "none" else None,
-            turns=_amount(d, "turns"),
+            turns=_count(d, "turns"),
             seconds=_amount(d, "active_seconds"),
-            tokens=_finite(_amount(d, "input_tokens") + _amount(d, "output_tokens"), "input + output tokens"),
+            tokens=_count(d, "input_tokens") + _count(d, "output_tokens"),
             cost=None if "cost_usd" in d and d["cost_usd"] is None else _amount(d, "cost_usd"),
             run_id=d.get("run_id"),
             label=d.get("label"),
@@ -253,10 +264,15 @@ def _amount(d: Mapping[str, Any], key: str) -> float:
     return float(value)
 
 
-def _finite(value: float, what: str) -> float:
-    if not math.isfinite(value):
-        raise ValueError(f"{what} is too large to be a run's ({value})")
-    return value
+def _count(d: Mapping[str, Any], key: str) -> float:
+    """A count a run used (turns, tokens): a whole number from 0 to 2**63 - 1, as a store and a
+    provider hold it (5.0 is read as 5; missing or null: 0). 2.5 turns sized a ceiling before."""
+    value = d.get(key)
+    if value is None:
+        return 0.0
+    if not is_finite_from_zero(value) or value != int(value) or int(value) > MAX_COUNT:
+        raise ValueError(f"{key} must be a whole number from 0 to 2**63 - 1, not {value!r:.60}")
+    return float(value)
 
 
 @dataclass
@@ -401,9 +417,9 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
     used = reviewed.too_low.get(ceiling.kind)
     if used is None or ceiling.suggested > used:
         return ceiling
-    raised = round_up(used * headroom.over_longest)
-    raised = raised if raised > used else used * headroom.over_longest
-    return replace(ceiling, suggested=_within(ceiling.kind, raised))
+    rounded = round_up(used * headroom.over_longest)
+    raised = _within(ceiling.kind, rounded if rounded > used else used * headroom.over_longest)
+    return ceiling if raised is None else replace(ceiling, suggested=raised)  # None: see its note
 
 
 def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
@@ -443,6 +459,8 @@ def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[st
     for kind, used in sorted(reviewed.too_low.items()):
         shown = next((c.suggested for c in ceilings if c.kind is kind), None)
         where = f"the {kind} ceiling is above it ({_fmt(kind, shown)})" if shown is not None else "no ceiling"
+        if shown is not None and shown <= used:
+            where = f"more than a Budget holds: the {kind} ceiling ({_fmt(kind, shown)}) is not above it"
         notes.append(f"runs labelled limit_too_low used up to {_fmt(kind, used)}: {where}")
     return tuple(notes)
 
@@ -468,7 +486,14 @@ def _notes(
         "store (--store), or widen that histogram's buckets"
         for k, o in past
     ]
-    skip = {k for k, _ in past} | ({LimitKind.COST} if unknown_cost else set())
+    beyond = [(k, o) for k, o in found if o and k not in suggested and o.longest > 0 and not o.past_top]
+    notes += [
+        f"{k}: the longest successful run used {_fmt(k, o.longest)}, more than a Budget holds "
+        f"({_fmt(k, BOUNDS[k])}): no ceiling suggested. Look at that run's record: no run of this task "
+        "should use that much (a corrupt or forged record?)"
+        for k, o in beyond
+    ]
+    skip = {k for k, _ in past + beyond} | ({LimitKind.COST} if unknown_cost else set())
     missing = [str(k) for k, _ in found if k not in suggested and k not in skip]
     if missing:
         notes.append(f"no suggestion for {', '.join(missing)}: not recorded in this history")
@@ -879,6 +904,8 @@ _BUDGET_ARG = {
 def _fmt(kind: LimitKind, value: float) -> str:
     if math.isnan(value):
         return "?"
+    if value >= 1e15:  # past any run's use: 1e+12, not a line of digits
+        return f"{value:.3g}"
     if kind in _WHOLE:
         return (
             f"{value:,}"
