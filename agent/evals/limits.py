@@ -122,7 +122,8 @@ def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = He
     """The ceiling for one budget; None when the successful runs used none of it."""
     if observed.count == 0 or observed.longest <= 0 or observed.past_top:
         return None
-    raw = max(observed.quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
+    quantile = observed.quantile if math.isfinite(observed.quantile) else 0.0  # unknown: the longest alone
+    raw = max(quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
     suggested = _within(kind, max(round_up(raw), FLOORS.get(kind, 0.0)))
     return None if suggested is None else Ceiling(kind, observed, suggested)
 
@@ -493,6 +494,12 @@ def _notes(
         "should use that much (a corrupt or forged record?)"
         for k, o in beyond
     ]
+    notes += [
+        f"{c.kind}: Prometheus gave no 95th percentile (histogram_quantile: NaN or Inf): the ceiling is "
+        "read from the longest run alone"
+        for c in ceilings
+        if not math.isfinite(c.observed.quantile)
+    ]
     skip = {k for k, _ in past + beyond} | ({LimitKind.COST} if unknown_cost else set())
     missing = [str(k) for k, _ in found if k not in suggested and k not in skip]
     if missing:
@@ -734,7 +741,7 @@ class PrometheusHistory:
                 f'(increase({metric}_bucket{{stop_reason="success"}}[{self.window}])))'
             )
             found = {r["metric"].get("task_type", ""): _value(r) for r in rows}
-            self._quantiles[(kind, q)] = {t: v for t, v in found.items() if not math.isnan(v)}
+            self._quantiles[(kind, q)] = {t: v for t, v in found.items() if math.isfinite(v)}
         return self._quantiles[(kind, q)]
 
     def _series(self, kind: LimitKind, task_type: str, reason: str) -> Buckets:
