@@ -57,7 +57,7 @@ from agent.content import Block, ContentError
 from agent.errors import ConfigError
 from agent.evals.deadline import MAX_TIMEOUT
 from agent.evals.fixtures import FIXTURES
-from agent.evals.judges import JUDGES, NOT_FOR_SUCCESS
+from agent.evals.judges import CHECKS, JUDGES, NOT_FOR_SUCCESS
 from agent.evals.replay import CANCELLED, RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
@@ -643,6 +643,8 @@ def _judge(f: _Fields, item: Any, catalog: str | None = None) -> JudgeRef:
     except TypeError as exc:
         raise f.error("judge", f"{name}: {_unknown_arguments(JUDGES[name], params) or exc}") from exc
     if (problem := _argument_problem(JUDGES[name], params)) is not None:
+        raise f.error("judge", f"{name}: {problem}")
+    if name in CHECKS and (problem := CHECKS[name](**params)):
         raise f.error("judge", f"{name}: {problem}")
     return JudgeRef(name, params)
 
