@@ -184,6 +184,10 @@ class History(Protocol):
 
     def stops(self, task_type: str) -> dict[str, int]: ...
 
+    def agents(self, task_type: str) -> dict[str, int]:
+        """Ended runs of the task type by agent ({} when the history does not say)."""
+        ...
+
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None: ...
 
     def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes: ...
@@ -220,6 +224,7 @@ class PastRun:
     cost: float | None = 0.0  # None when unknown (a model without a known price)
     run_id: str | None = None
     label: str | None = None  # the latest review label, when a person gave one
+    agent: str | None = None  # the agent that ran it, when the record says
 
     def used(self, kind: LimitKind) -> float | None:
         """How much of a budget the run used; None when that is unknown (its cost, say)."""
@@ -252,6 +257,7 @@ class PastRun:
             cost=None if "cost_usd" in d and d["cost_usd"] is None else _amount(d, "cost_usd"),
             run_id=d.get("run_id"),
             label=d.get("label"),
+            agent=d["agent"] if isinstance(d.get("agent"), str) else None,
         )
 
 
@@ -291,6 +297,9 @@ class RecordHistory:
 
     def stops(self, task_type: str) -> dict[str, int]:
         return dict(Counter(str(r.reason) for r in self._of(task_type)))
+
+    def agents(self, task_type: str) -> dict[str, int]:
+        return dict(Counter(r.agent for r in self._of(task_type) if r.agent))
 
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
         used = (r.used(kind) for r in self._of(task_type) if r.succeeded)
@@ -401,7 +410,9 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
             f"no successful run among {ended} ({seen}{false}): ceilings are read from successful runs "
             "only, so none is suggested. Make some runs of this task succeed first."
         )
-        return Suggestion(task_type, stops, notes=(why, *_review_notes(reviewed, ())))
+        return Suggestion(
+            task_type, stops, notes=(why, *_review_notes(reviewed, ()), *_mixed(history, task_type))
+        )
     found = [(k, history.observed(task_type, k, headroom.quantile)) for k in KINDS]
     ceilings = tuple(c for k, o in found if o and (c := suggest_ceiling(k, o, headroom)))
     ceilings = tuple(above_too_low(c, reviewed, headroom) for c in ceilings)
@@ -409,8 +420,29 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
     unknown = history.unknown(task_type, LimitKind.COST)
     successes = stops.get(str(StopReason.SUCCESS), 0) - reviewed.false_successes
     notes = _notes(successes, found, ceilings, unknown) + _outliers(ceilings, headroom)
-    notes += _review_notes(reviewed, ceilings)
+    notes += _review_notes(reviewed, ceilings) + _mixed(history, task_type)
     return Suggestion(task_type, stops, ceilings, changes, notes, unknown)
+
+
+def _mixed(history: History, task_type: str) -> tuple[str, ...]:
+    """A note when runs of more than one agent share the task type: a Budget is one agent's."""
+    agents = history.agents(task_type)
+    if len(agents) < 2:
+        return ()
+    each = ", ".join(f"{a} {n}" for a, n in sorted(agents.items()))
+    return (
+        f"runs of {len(agents)} agents share this task type ({each}): a Budget is one agent's, and these "
+        "ceilings come from all of them. Pass --agent NAME to read one agent's runs",
+    )
+
+
+def only_agent(history: RecordHistory, agent: str, source: str) -> RecordHistory:
+    """The runs of `agent` alone; an agent with none is refused, naming the agents there are."""
+    runs = [r for r in history.runs if r.agent == agent]
+    if not runs:
+        known = ", ".join(sorted({r.agent for r in history.runs if r.agent})) or "none named"
+        raise LimitsError(f"no runs of agent {agent} in {source}; there are: {known}")
+    return RecordHistory(runs)
 
 
 def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Headroom()) -> Ceiling:
@@ -667,9 +699,18 @@ class PrometheusHistory:
     - cost has no per-run histogram, so no cost ceiling is suggested.
     """
 
-    def __init__(self, url: str, window: str = "7d", *, at: float | None = None, fetch: Fetch | None = None):
+    def __init__(
+        self,
+        url: str,
+        window: str = "7d",
+        *,
+        at: float | None = None,
+        fetch: Fetch | None = None,
+        agent: str | None = None,
+    ):
         parse_window(window)
         self.url, self.window = url.rstrip("/"), window
+        self.agent = f'agent="{_label_value(agent)}"' if agent else ""  # a matcher: one agent's series
         self._fetch = fetch or (lambda q: query(self.url, q, at))
         self._stops = self._load_stops()
         self._buckets = {k: self._load_buckets(m) for k, m in HISTOGRAMS.items()}
@@ -680,6 +721,10 @@ class PrometheusHistory:
 
     def stops(self, task_type: str) -> dict[str, int]:
         return {r: n for r, n in self._stops.get(task_type, {}).items() if r not in _NOT_ENDS and n}
+
+    def agents(self, task_type: str) -> dict[str, int]:
+        """Not read: the queries sum over agents (give --agent to read one agent's series)."""
+        return {}
 
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
         buckets = self._buckets.get(kind, {}).get((task_type, str(StopReason.SUCCESS)))
@@ -712,7 +757,8 @@ class PrometheusHistory:
     # -- queries --
 
     def _load_stops(self) -> dict[str, dict[str, int]]:
-        rows = self._fetch(f"sum by (task_type, stop_reason) (increase({STOPS_TOTAL}[{self.window}]))")
+        selector = f"{self._select(STOPS_TOTAL)}[{self.window}]"
+        rows = self._fetch(f"sum by (task_type, stop_reason) (increase({selector}))")
         stops: dict[str, dict[str, int]] = {}
         for row in rows:
             labels, value = row["metric"], _value(row)
@@ -722,7 +768,8 @@ class PrometheusHistory:
         return stops
 
     def _load_buckets(self, metric: str) -> dict[tuple[str, str], Buckets]:
-        q = f"sum by (task_type, stop_reason, le) (increase({metric}_bucket[{self.window}]))"
+        selector = f"{self._select(f'{metric}_bucket')}[{self.window}]"
+        q = f"sum by (task_type, stop_reason, le) (increase({selector}))"
         series: dict[tuple[str, str], Buckets] = {}
         for row in self._fetch(q):
             m = row["metric"]
@@ -735,14 +782,18 @@ class PrometheusHistory:
 
     def _quantile(self, kind: LimitKind, q: float) -> dict[str, float]:
         if (kind, q) not in self._quantiles:
-            metric = HISTOGRAMS[kind]
+            selector = self._select(f"{HISTOGRAMS[kind]}_bucket", 'stop_reason="success"')
             rows = self._fetch(
-                f"histogram_quantile({q}, sum by (task_type, le) "
-                f'(increase({metric}_bucket{{stop_reason="success"}}[{self.window}])))'
+                f"histogram_quantile({q}, sum by (task_type, le) (increase({selector}[{self.window}])))"
             )
             found = {r["metric"].get("task_type", ""): _value(r) for r in rows}
             self._quantiles[(kind, q)] = {t: v for t, v in found.items() if math.isfinite(v)}
         return self._quantiles[(kind, q)]
+
+    def _select(self, metric: str, *matchers: str) -> str:
+        """`metric` with `matchers`, and the agent's when one is given."""
+        given = [*matchers, self.agent] if self.agent else list(matchers)
+        return f"{metric}{{{','.join(given)}}}" if given else metric
 
     def _series(self, kind: LimitKind, task_type: str, reason: str) -> Buckets:
         return self._buckets.get(kind, {}).get((task_type, reason), [])
@@ -753,6 +804,11 @@ class PrometheusHistory:
             return float(self._stops[task_type][reason])
         series = self._series(LimitKind.TURNS, task_type, reason)
         return series[-1][1] if series else 0.0
+
+
+def _label_value(text: str) -> str:
+    """`text` as a PromQL label value between double quotes."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _value(row: Mapping[str, Any]) -> float:
