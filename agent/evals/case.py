@@ -412,14 +412,15 @@ def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
     return case
 
 
-def _name(f: _Fields) -> str:
-    """The case's name: it heads a row of the table, so one line that shows as itself (a newline
-    broke the table, an escape sequence was written raw to the terminal) and at most MAX_NAME long."""
-    name = f.text("name")
+def _name(f: _Fields, field: str = "name", default: str | None = None) -> str:
+    """The case's name (or task type): it heads a row of the table, so one line that shows as itself
+    (a newline broke the table, an escape sequence was written raw to the terminal) and at most
+    MAX_NAME long."""
+    name = f.text(field, default)
     if not all_shown(name):
-        raise f.error("name", "must be one line of printable characters: no line breaks, tabs or escapes")
+        raise f.error(field, "must be one line of printable characters: no line breaks, tabs or escapes")
     if len(name) > MAX_NAME:
-        raise f.error("name", f"at most {MAX_NAME} characters, got {len(name)}")
+        raise f.error(field, f"at most {MAX_NAME} characters, got {len(name)}")
     return name
 
 
@@ -435,7 +436,7 @@ def _seed_world(f: _Fields) -> dict[str, Any]:
         "agent": agent,
         "fixture": _fixture(f, agent),
         "task": f.text("task", script.task if script else None),
-        "task_type": f.text("task_type", AGENTS[agent].TASK_TYPE),
+        "task_type": _name(f, "task_type", AGENTS[agent].TASK_TYPE),
         "script": script.name if script else None,
     }
 
@@ -456,7 +457,7 @@ def _catalog_world(f: _Fields, catalog: str) -> dict[str, Any]:
         "agent": f.text("agent"),
         "fixture": "",
         "task": f.text("task"),
-        "task_type": f.text("task_type"),
+        "task_type": _name(f, "task_type"),
         "catalog": catalog,
         "state": dict(state),
     }
