@@ -86,3 +86,12 @@ def test_agent_reads_one_agent_s_series_from_prometheus() -> None:
         "research", LimitKind.TURNS, 0.95
     )
     assert asked and all('agent="re\\"searcher"' in q for q in asked), asked
+
+
+def test_an_empty_task_type_is_refused_as_an_unset_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["limits", "suggest", "--store", _store(tmp_path), "--task-type", ""])
+    assert done.value.code == 2
+    assert "argument --task-type: must not be empty (an unset variable?)" in capsys.readouterr().err

@@ -259,7 +259,7 @@ def add_limits(sub: Any) -> None:
         "--window",
         help="only runs that ended within this window, e.g. 7d, at most 36500d (Prometheus default: 7d)",
     )
-    p.add_argument("--task-type", action="append", help="only this task type (repeatable)")
+    p.add_argument("--task-type", action="append", type=given, help="only this task type (repeatable)")
     p.add_argument(
         "--agent",
         type=given,
