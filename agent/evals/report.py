@@ -244,7 +244,8 @@ _EXPECTS = {
     StopReason.LIMIT: "the case expects a budget to run out (limit), not a success",
     StopReason.NO_PROGRESS: "the case expects it to be stopped for going round in circles (no_progress)",
     StopReason.ERROR: "the case expects the run to end in error, not a success",
-    StopReason.CANCELLED: "the case expects the run to be cancelled, not to succeed",
+    StopReason.CANCELLED: "the case expects the run to be cancelled, not to succeed (it went on past the "
+    "cancel, or none came)",
 }
 
 
