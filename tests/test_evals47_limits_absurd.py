@@ -69,3 +69,15 @@ def test_the_command_prints_no_such_ceiling_as_code(tmp_path: Path) -> None:
     code = next(line for line in done.stdout.splitlines() if "as code:" in line)
     assert code.endswith("as code: Budget(max_turns=8, max_tokens=1_500)")
     assert "more than a Budget holds" in done.stdout
+
+
+def test_a_limit_too_low_run_past_what_a_budget_holds_is_not_said_to_be_under_the_ceiling() -> None:
+    from agent.evals.limits import PastRun, RecordHistory
+    from agent.result import StopReason
+
+    runs = [PastRun("sync", StopReason.SUCCESS, None, 5, 3.0, 1000, 0.01, f"s{i}") for i in range(3)]
+    cut = PastRun("sync", StopReason.LIMIT, LimitKind.SECONDS, 9, 1e12, 1000, 0.01, "cut", "limit_too_low")
+    (s,) = suggest(RecordHistory([*runs, cut]))
+    assert s.ceiling(LimitKind.SECONDS) == 5  # from the successes; no cut-down 31,536,000 as advice
+    said = "runs labelled limit_too_low used up to 1,000,000,000,000: more than a Budget holds"
+    assert any(n.startswith(said) for n in s.notes), s.notes

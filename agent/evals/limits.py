@@ -141,8 +141,8 @@ BOUNDS = {
 
 def _within(kind: LimitKind, value: float) -> float | None:
     """`value` as a ceiling of `kind` (whole for turns and tokens); None past what a Budget takes
-    (64 bits, a year, a float): read from a run that used that much (a corrupt or forged record),
-    it is no advice, and cut to the bound it sat below that run and stopped nothing."""
+    (64 bits, a year, a float). Such a ceiling comes from a run that claims to have used that much
+    (a corrupt or forged record): cut to the bound, it sat below that very run, so it is no advice."""
     if not math.isfinite(value):
         return None
     value = math.ceil(value) if kind in _WHOLE else value
