@@ -7,6 +7,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -330,23 +331,36 @@ def merge_rounds(rounds: Sequence[Sequence[Outcome]]) -> list[Outcome]:
 
 
 class Catalogs:
-    """The catalogs a run of cases names, each loaded once (by `module:attr`) and closed at the end."""
+    """The catalogs a run of cases names, each loaded once (by `module:attr`) and closed at the end.
+
+    Cases run on threads of their own (see `agent.evals.deadline`); a catalog is loaded outside the
+    lock, so an import that hangs holds up only the cases naming it (each cut at its deadline), never
+    `close` at the eval's end: it closes the catalogs that loaded, and leaves one still loading."""
 
     def __init__(self) -> None:
-        self.loaded: dict[str, Catalog] = {}
-        self.lock = threading.Lock()  # cases run on threads of their own (see `agent.evals.deadline`)
+        self.loaded: dict[str, Future[Catalog]] = {}
+        self.lock = threading.Lock()
 
     def get(self, spec: str) -> Catalog:
         with self.lock:
-            if spec not in self.loaded:
-                self.loaded[spec] = load_catalog(spec)
-            return self.loaded[spec]
+            mine = spec not in self.loaded
+            found = self.loaded.setdefault(spec, Future())
+        if mine:
+            try:
+                found.set_result(load_catalog(spec))
+            except BaseException as exc:
+                with self.lock:  # the next case naming it tries again, as before
+                    if self.loaded.get(spec) is found:
+                        del self.loaded[spec]
+                found.set_exception(exc)
+        return found.result()  # another case's load: wait for it (within this case's deadline)
 
     def close(self) -> None:
         with self.lock:
-            for catalog in self.loaded.values():
-                catalog.close()
-            self.loaded.clear()
+            loaded, self.loaded = self.loaded, {}
+        for found in loaded.values():
+            if found.done() and found.exception() is None:
+                found.result().close()
 
 
 @contextmanager
