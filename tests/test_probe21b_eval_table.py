@@ -30,7 +30,7 @@ def test_columns_line_up_under_their_titles(tmp_path: Path, capsys: pytest.Captu
     header, rows = lines[head], lines[head + 1 : head + 3]
     wants = [
         {"task type": "csv_clean", "expected": "success", "actual": "success", "result": "ok"},
-        {"task type": "csv_clean", "expected": "limit", "actual": "success", "result": "FAILED"},
+        {"task type": "csv_clean", "expected": "limit", "actual": "success", "result": "FALSE SUCCESS"},
     ]
     for row, want in zip(rows, wants, strict=True):
         for title, value in want.items():

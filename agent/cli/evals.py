@@ -22,9 +22,11 @@ from agent.evals.limits import (
     History,
     LimitsError,
     PrometheusHistory,
+    RecordHistory,
     history_from_jsonl,
     history_from_store,
     lines_of,
+    only_agent,
     parse_window,
     suggest,
 )
@@ -257,7 +259,13 @@ def add_limits(sub: Any) -> None:
         "--window",
         help="only runs that ended within this window, e.g. 7d, at most 36500d (Prometheus default: 7d)",
     )
-    p.add_argument("--task-type", action="append", help="only this task type (repeatable)")
+    p.add_argument("--task-type", action="append", type=given, help="only this task type (repeatable)")
+    p.add_argument(
+        "--agent",
+        type=given,
+        metavar="NAME",
+        help="only this agent's runs (a Budget is one agent's: use it when agents share a task type)",
+    )
     p.add_argument("--json", action="store_true", help="print the suggestions as JSON")
     p.set_defaults(handler=run_limits_suggest)
 
@@ -280,15 +288,20 @@ def load_history(args: argparse.Namespace) -> tuple[History, str]:
     if args.prometheus:
         window = args.window or "7d"
         shown = shown_url(args.prometheus)  # never a password
-        return PrometheusHistory(args.prometheus, window), f"Prometheus at {shown}, last {window}"
+        source = f"Prometheus at {shown}, last {window}" + (f", agent {args.agent}" if args.agent else "")
+        return PrometheusHistory(args.prometheus, window, agent=args.agent), source
     if args.jsonl:
         if args.window:
             raise LimitsError("--window applies to --store and --prometheus; JSON lines carry no end times")
-        return _jsonl(args.jsonl), "<stdin>" if args.jsonl == "-" else args.jsonl
-    return _store(args.store, args.window)
+        history, source = _jsonl(args.jsonl), "<stdin>" if args.jsonl == "-" else args.jsonl
+    else:
+        history, source = _store(args.store, args.window)
+    if args.agent:
+        return only_agent(history, args.agent, source), f"{source}, agent {args.agent}"
+    return history, source
 
 
-def _jsonl(path: str) -> History:
+def _jsonl(path: str) -> RecordHistory:
     if path == "-":
         return history_from_jsonl(lines_of(getattr(sys.stdin, "buffer", sys.stdin), "<stdin>"), "<stdin>")
     try:
@@ -298,7 +311,7 @@ def _jsonl(path: str) -> History:
         raise LimitsError(f"{path}: cannot read: {exc.strerror or exc}") from exc
 
 
-def _store(url: str | None, window: str | None) -> tuple[History, str]:
+def _store(url: str | None, window: str | None) -> tuple[RecordHistory, str]:
     from agent.durable.store import default_url
 
     if url is None and not Path(default_url()).exists():

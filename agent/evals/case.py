@@ -57,7 +57,7 @@ from agent.content import Block, ContentError
 from agent.errors import ConfigError
 from agent.evals.deadline import MAX_TIMEOUT
 from agent.evals.fixtures import FIXTURES
-from agent.evals.judges import JUDGES, NOT_FOR_SUCCESS
+from agent.evals.judges import CHECKS, JUDGES, NOT_FOR_SUCCESS
 from agent.evals.replay import CANCELLED, RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
@@ -171,6 +171,7 @@ def load_file(path: Path, catalog: str | None = None) -> list[Case]:
     """The cases of one file (`catalog`: as for `load_cases`)."""
     try:
         text = _read(path)
+        _count_values(text)
         data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader
     except _TooBig as big:
         raise CaseError(f"{path}: {big}") from None
@@ -257,6 +258,29 @@ class _StrictLoader(yaml.SafeLoader):
                 raise _Duplicate(key.value, (seen[key.value], line), _at(node))
             seen[key.value] = line
         return super().construct_mapping(node, deep)
+
+
+def _count_values(text: str) -> None:
+    """Refuse a file of more than MAX_VALUES values (aliases counted once) or nested over MAX_DEPTH
+    deep while its events stream by, read by libyaml when PyYAML has it: a 27 MB file of 3 million
+    plain values was composed whole (137 s) before it was refused. A file that is no valid YAML
+    passes here, to be named by the loader."""
+    values = depth = 0
+    try:
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                continue
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = event.start_mark.line + 1 if event.start_mark else "?"
+                    raise _TooBig(f"values nested more than {MAX_DEPTH} deep (line {line}): use fewer levels")
+            values += isinstance(event, yaml.NodeEvent)
+            if values > MAX_VALUES:
+                raise _TooBig(f"more than {MAX_VALUES} values: split its cases into several files")
+    except yaml.YAMLError:
+        return
 
 
 def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
@@ -412,14 +436,15 @@ def _parse(f: _Fields, default_catalog: str | None = None) -> Case:
     return case
 
 
-def _name(f: _Fields) -> str:
-    """The case's name: it heads a row of the table, so one line that shows as itself (a newline
-    broke the table, an escape sequence was written raw to the terminal) and at most MAX_NAME long."""
-    name = f.text("name")
+def _name(f: _Fields, field: str = "name", default: str | None = None) -> str:
+    """The case's name (or task type): it heads a row of the table, so one line that shows as itself
+    (a newline broke the table, an escape sequence was written raw to the terminal) and at most
+    MAX_NAME long."""
+    name = f.text(field, default)
     if not all_shown(name):
-        raise f.error("name", "must be one line of printable characters: no line breaks, tabs or escapes")
+        raise f.error(field, "must be one line of printable characters: no line breaks, tabs or escapes")
     if len(name) > MAX_NAME:
-        raise f.error("name", f"at most {MAX_NAME} characters, got {len(name)}")
+        raise f.error(field, f"at most {MAX_NAME} characters, got {len(name)}")
     return name
 
 
@@ -435,7 +460,7 @@ def _seed_world(f: _Fields) -> dict[str, Any]:
         "agent": agent,
         "fixture": _fixture(f, agent),
         "task": f.text("task", script.task if script else None),
-        "task_type": f.text("task_type", AGENTS[agent].TASK_TYPE),
+        "task_type": _name(f, "task_type", AGENTS[agent].TASK_TYPE),
         "script": script.name if script else None,
     }
 
@@ -456,7 +481,7 @@ def _catalog_world(f: _Fields, catalog: str) -> dict[str, Any]:
         "agent": f.text("agent"),
         "fixture": "",
         "task": f.text("task"),
-        "task_type": f.text("task_type"),
+        "task_type": _name(f, "task_type"),
         "catalog": catalog,
         "state": dict(state),
     }
@@ -643,6 +668,8 @@ def _judge(f: _Fields, item: Any, catalog: str | None = None) -> JudgeRef:
     except TypeError as exc:
         raise f.error("judge", f"{name}: {_unknown_arguments(JUDGES[name], params) or exc}") from exc
     if (problem := _argument_problem(JUDGES[name], params)) is not None:
+        raise f.error("judge", f"{name}: {problem}")
+    if name in CHECKS and (problem := CHECKS[name](**params)):
         raise f.error("judge", f"{name}: {problem}")
     return JudgeRef(name, params)
 

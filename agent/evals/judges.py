@@ -52,15 +52,23 @@ JUDGES: dict[str, Judge] = {}
 
 
 NOT_FOR_SUCCESS: set[str] = set()  # judges that pass every success: they check other stops only
+ArgumentCheck = Callable[..., str]
+CHECKS: dict[str, ArgumentCheck] = {}  # a judge's check of a case's arguments: what is wrong, or ""
 
 
-def judge(name: str, *, judges_success: bool = True) -> Callable[[Judge], Judge]:
+def judge(
+    name: str, *, judges_success: bool = True, check: ArgumentCheck | None = None
+) -> Callable[[Judge], Judge]:
     """Register a judge under `name`; `judges_success=False` for one that passes every success
-    unlooked (it checks how other stops ended): it cannot be a success case's only judge."""
+    unlooked (it checks how other stops ended): it cannot be a success case's only judge. `check`
+    takes a case's arguments when the case loads and says what is wrong with them ("" if nothing)."""
 
     def register(fn: Judge) -> Judge:
         JUDGES[name] = fn
         (NOT_FOR_SUCCESS.discard if judges_success else NOT_FOR_SUCCESS.add)(name)
+        CHECKS.pop(name, None)
+        if check is not None:
+            CHECKS[name] = check
         return fn
 
     return register
@@ -232,7 +240,16 @@ def note_explains(run: Judged, words: list[str] | None = None, reasons: list[str
     return [f"the note does not mention {w!r}" for w in words or [] if w.lower() not in text]
 
 
-@judge("file_absent")
+def _in_world(path: str) -> str:
+    """What is wrong with a path to look for in the run's folder ("" if nothing): one out of it
+    (/etc/passwd, ../x) or the folder itself would judge the run by what lies outside it."""
+    parts = Path(path).parts
+    if Path(path).is_absolute() or ".." in parts or not parts:
+        return f"argument 'path' must be a path inside the run's folder (relative, no '..'), got {path!r}"
+    return ""
+
+
+@judge("file_absent", check=_in_world)
 def file_absent(run: Judged, path: str) -> list[str]:
     """`path` (relative to the world's folder) was never written."""
     return (

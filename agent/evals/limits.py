@@ -122,19 +122,31 @@ def suggest_ceiling(kind: LimitKind, observed: Observed, headroom: Headroom = He
     """The ceiling for one budget; None when the successful runs used none of it."""
     if observed.count == 0 or observed.longest <= 0 or observed.past_top:
         return None
-    raw = max(observed.quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
-    return Ceiling(kind, observed, _within(kind, max(round_up(raw), FLOORS.get(kind, 0.0))))
+    quantile = observed.quantile if math.isfinite(observed.quantile) else 0.0  # unknown: the longest alone
+    raw = max(quantile * headroom.over_quantile, observed.longest * headroom.over_longest)
+    suggested = _within(kind, max(round_up(raw), FLOORS.get(kind, 0.0)))
+    return None if suggested is None else Ceiling(kind, observed, suggested)
 
 
 _WHOLE = (LimitKind.TURNS, LimitKind.TOKENS)
 
 
-def _within(kind: LimitKind, value: float) -> float:
-    """`value` as a ceiling of `kind`: whole for turns and tokens, and at most what a Budget takes
-    (64 bits, a year, a float): a suggestion past it, read from an absurd run, could not be pasted."""
-    if kind in _WHOLE:
-        return min(math.ceil(value), MAX_COUNT) if math.isfinite(value) else MAX_COUNT
-    return min(value, MAX_SECONDS if kind is LimitKind.SECONDS else MAX_FLOAT)
+BOUNDS = {
+    LimitKind.TURNS: MAX_COUNT,
+    LimitKind.SECONDS: MAX_SECONDS,
+    LimitKind.TOKENS: MAX_COUNT,
+    LimitKind.COST: MAX_FLOAT,
+}  # the most a Budget takes of each
+
+
+def _within(kind: LimitKind, value: float) -> float | None:
+    """`value` as a ceiling of `kind` (whole for turns and tokens); None past what a Budget takes
+    (64 bits, a year, a float). Such a ceiling comes from a run that claims to have used that much
+    (a corrupt or forged record): cut to the bound, it sat below that very run, so it is no advice."""
+    if not math.isfinite(value):
+        return None
+    value = math.ceil(value) if kind in _WHOLE else value
+    return value if value <= BOUNDS[kind] else None
 
 
 # -- what the suggestion would have changed ---------------------------------------------
@@ -172,6 +184,10 @@ class History(Protocol):
 
     def stops(self, task_type: str) -> dict[str, int]: ...
 
+    def agents(self, task_type: str) -> dict[str, int]:
+        """Ended runs of the task type by agent ({} when the history does not say)."""
+        ...
+
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None: ...
 
     def changes(self, task_type: str, ceilings: Mapping[LimitKind, float]) -> Changes: ...
@@ -208,6 +224,7 @@ class PastRun:
     cost: float | None = 0.0  # None when unknown (a model without a known price)
     run_id: str | None = None
     label: str | None = None  # the latest review label, when a person gave one
+    agent: str | None = None  # the agent that ran it, when the record says
 
     def used(self, kind: LimitKind) -> float | None:
         """How much of a budget the run used; None when that is unknown (its cost, say)."""
@@ -234,12 +251,13 @@ class PastRun:
             task_type=task_type,
             reason=StopReason(d.get("reason") or d["stop_reason"]),
             limit=LimitKind(limit) if limit and limit != "none" else None,
-            turns=_amount(d, "turns"),
+            turns=_count(d, "turns"),
             seconds=_amount(d, "active_seconds"),
-            tokens=_finite(_amount(d, "input_tokens") + _amount(d, "output_tokens"), "input + output tokens"),
+            tokens=_count(d, "input_tokens") + _count(d, "output_tokens"),
             cost=None if "cost_usd" in d and d["cost_usd"] is None else _amount(d, "cost_usd"),
             run_id=d.get("run_id"),
             label=d.get("label"),
+            agent=d["agent"] if isinstance(d.get("agent"), str) else None,
         )
 
 
@@ -253,10 +271,15 @@ def _amount(d: Mapping[str, Any], key: str) -> float:
     return float(value)
 
 
-def _finite(value: float, what: str) -> float:
-    if not math.isfinite(value):
-        raise ValueError(f"{what} is too large to be a run's ({value})")
-    return value
+def _count(d: Mapping[str, Any], key: str) -> float:
+    """A count a run used (turns, tokens): a whole number from 0 to 2**63 - 1, as a store and a
+    provider hold it (5.0 is read as 5; missing or null: 0). 2.5 turns sized a ceiling before."""
+    value = d.get(key)
+    if value is None:
+        return 0.0
+    if not is_finite_from_zero(value) or value != int(value) or int(value) > MAX_COUNT:
+        raise ValueError(f"{key} must be a whole number from 0 to 2**63 - 1, not {value!r:.60}")
+    return float(value)
 
 
 @dataclass
@@ -274,6 +297,9 @@ class RecordHistory:
 
     def stops(self, task_type: str) -> dict[str, int]:
         return dict(Counter(str(r.reason) for r in self._of(task_type)))
+
+    def agents(self, task_type: str) -> dict[str, int]:
+        return dict(Counter(r.agent for r in self._of(task_type) if r.agent))
 
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
         used = (r.used(kind) for r in self._of(task_type) if r.succeeded)
@@ -384,7 +410,9 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
             f"no successful run among {ended} ({seen}{false}): ceilings are read from successful runs "
             "only, so none is suggested. Make some runs of this task succeed first."
         )
-        return Suggestion(task_type, stops, notes=(why, *_review_notes(reviewed, ())))
+        return Suggestion(
+            task_type, stops, notes=(why, *_review_notes(reviewed, ()), *_mixed(history, task_type))
+        )
     found = [(k, history.observed(task_type, k, headroom.quantile)) for k in KINDS]
     ceilings = tuple(c for k, o in found if o and (c := suggest_ceiling(k, o, headroom)))
     ceilings = tuple(above_too_low(c, reviewed, headroom) for c in ceilings)
@@ -392,8 +420,29 @@ def suggest_one(history: History, task_type: str, headroom: Headroom = Headroom(
     unknown = history.unknown(task_type, LimitKind.COST)
     successes = stops.get(str(StopReason.SUCCESS), 0) - reviewed.false_successes
     notes = _notes(successes, found, ceilings, unknown) + _outliers(ceilings, headroom)
-    notes += _review_notes(reviewed, ceilings)
+    notes += _review_notes(reviewed, ceilings) + _mixed(history, task_type)
     return Suggestion(task_type, stops, ceilings, changes, notes, unknown)
+
+
+def _mixed(history: History, task_type: str) -> tuple[str, ...]:
+    """A note when runs of more than one agent share the task type: a Budget is one agent's."""
+    agents = history.agents(task_type)
+    if len(agents) < 2:
+        return ()
+    each = ", ".join(f"{a} {n}" for a, n in sorted(agents.items()))
+    return (
+        f"runs of {len(agents)} agents share this task type ({each}): a Budget is one agent's, and these "
+        "ceilings come from all of them. Pass --agent NAME to read one agent's runs",
+    )
+
+
+def only_agent(history: RecordHistory, agent: str, source: str) -> RecordHistory:
+    """The runs of `agent` alone; an agent with none is refused, naming the agents there are."""
+    runs = [r for r in history.runs if r.agent == agent]
+    if not runs:
+        known = ", ".join(sorted({r.agent for r in history.runs if r.agent})) or "none named"
+        raise LimitsError(f"no runs of agent {agent} in {source}; there are: {known}")
+    return RecordHistory(runs)
 
 
 def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Headroom()) -> Ceiling:
@@ -401,9 +450,9 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
     used = reviewed.too_low.get(ceiling.kind)
     if used is None or ceiling.suggested > used:
         return ceiling
-    raised = round_up(used * headroom.over_longest)
-    raised = raised if raised > used else used * headroom.over_longest
-    return replace(ceiling, suggested=_within(ceiling.kind, raised))
+    rounded = round_up(used * headroom.over_longest)
+    raised = _within(ceiling.kind, rounded if rounded > used else used * headroom.over_longest)
+    return ceiling if raised is None else replace(ceiling, suggested=raised)  # None: see its note
 
 
 def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
@@ -443,6 +492,8 @@ def _review_notes(reviewed: Reviewed, ceilings: tuple[Ceiling, ...]) -> tuple[st
     for kind, used in sorted(reviewed.too_low.items()):
         shown = next((c.suggested for c in ceilings if c.kind is kind), None)
         where = f"the {kind} ceiling is above it ({_fmt(kind, shown)})" if shown is not None else "no ceiling"
+        if shown is not None and shown <= used:
+            where = f"more than a Budget holds: the {kind} ceiling ({_fmt(kind, shown)}) is not above it"
         notes.append(f"runs labelled limit_too_low used up to {_fmt(kind, used)}: {where}")
     return tuple(notes)
 
@@ -468,7 +519,20 @@ def _notes(
         "store (--store), or widen that histogram's buckets"
         for k, o in past
     ]
-    skip = {k for k, _ in past} | ({LimitKind.COST} if unknown_cost else set())
+    beyond = [(k, o) for k, o in found if o and k not in suggested and o.longest > 0 and not o.past_top]
+    notes += [
+        f"{k}: the longest successful run used {_fmt(k, o.longest)}, more than a Budget holds "
+        f"({_fmt(k, BOUNDS[k])}): no ceiling suggested. Look at that run's record: no run of this task "
+        "should use that much (a corrupt or forged record?)"
+        for k, o in beyond
+    ]
+    notes += [
+        f"{c.kind}: Prometheus gave no 95th percentile (histogram_quantile: NaN or Inf): the ceiling is "
+        "read from the longest run alone"
+        for c in ceilings
+        if not math.isfinite(c.observed.quantile)
+    ]
+    skip = {k for k, _ in past + beyond} | ({LimitKind.COST} if unknown_cost else set())
     missing = [str(k) for k, _ in found if k not in suggested and k not in skip]
     if missing:
         notes.append(f"no suggestion for {', '.join(missing)}: not recorded in this history")
@@ -635,9 +699,18 @@ class PrometheusHistory:
     - cost has no per-run histogram, so no cost ceiling is suggested.
     """
 
-    def __init__(self, url: str, window: str = "7d", *, at: float | None = None, fetch: Fetch | None = None):
+    def __init__(
+        self,
+        url: str,
+        window: str = "7d",
+        *,
+        at: float | None = None,
+        fetch: Fetch | None = None,
+        agent: str | None = None,
+    ):
         parse_window(window)
         self.url, self.window = url.rstrip("/"), window
+        self.agent = f'agent="{_label_value(agent)}"' if agent else ""  # a matcher: one agent's series
         self._fetch = fetch or (lambda q: query(self.url, q, at))
         self._stops = self._load_stops()
         self._buckets = {k: self._load_buckets(m) for k, m in HISTOGRAMS.items()}
@@ -648,6 +721,10 @@ class PrometheusHistory:
 
     def stops(self, task_type: str) -> dict[str, int]:
         return {r: n for r, n in self._stops.get(task_type, {}).items() if r not in _NOT_ENDS and n}
+
+    def agents(self, task_type: str) -> dict[str, int]:
+        """Not read: the queries sum over agents (give --agent to read one agent's series)."""
+        return {}
 
     def observed(self, task_type: str, kind: LimitKind, q: float) -> Observed | None:
         buckets = self._buckets.get(kind, {}).get((task_type, str(StopReason.SUCCESS)))
@@ -680,7 +757,8 @@ class PrometheusHistory:
     # -- queries --
 
     def _load_stops(self) -> dict[str, dict[str, int]]:
-        rows = self._fetch(f"sum by (task_type, stop_reason) (increase({STOPS_TOTAL}[{self.window}]))")
+        selector = f"{self._select(STOPS_TOTAL)}[{self.window}]"
+        rows = self._fetch(f"sum by (task_type, stop_reason) (increase({selector}))")
         stops: dict[str, dict[str, int]] = {}
         for row in rows:
             labels, value = row["metric"], _value(row)
@@ -690,7 +768,8 @@ class PrometheusHistory:
         return stops
 
     def _load_buckets(self, metric: str) -> dict[tuple[str, str], Buckets]:
-        q = f"sum by (task_type, stop_reason, le) (increase({metric}_bucket[{self.window}]))"
+        selector = f"{self._select(f'{metric}_bucket')}[{self.window}]"
+        q = f"sum by (task_type, stop_reason, le) (increase({selector}))"
         series: dict[tuple[str, str], Buckets] = {}
         for row in self._fetch(q):
             m = row["metric"]
@@ -703,14 +782,18 @@ class PrometheusHistory:
 
     def _quantile(self, kind: LimitKind, q: float) -> dict[str, float]:
         if (kind, q) not in self._quantiles:
-            metric = HISTOGRAMS[kind]
+            selector = self._select(f"{HISTOGRAMS[kind]}_bucket", 'stop_reason="success"')
             rows = self._fetch(
-                f"histogram_quantile({q}, sum by (task_type, le) "
-                f'(increase({metric}_bucket{{stop_reason="success"}}[{self.window}])))'
+                f"histogram_quantile({q}, sum by (task_type, le) (increase({selector}[{self.window}])))"
             )
             found = {r["metric"].get("task_type", ""): _value(r) for r in rows}
-            self._quantiles[(kind, q)] = {t: v for t, v in found.items() if not math.isnan(v)}
+            self._quantiles[(kind, q)] = {t: v for t, v in found.items() if math.isfinite(v)}
         return self._quantiles[(kind, q)]
+
+    def _select(self, metric: str, *matchers: str) -> str:
+        """`metric` with `matchers`, and the agent's when one is given."""
+        given = [*matchers, self.agent] if self.agent else list(matchers)
+        return f"{metric}{{{','.join(given)}}}" if given else metric
 
     def _series(self, kind: LimitKind, task_type: str, reason: str) -> Buckets:
         return self._buckets.get(kind, {}).get((task_type, reason), [])
@@ -721,6 +804,11 @@ class PrometheusHistory:
             return float(self._stops[task_type][reason])
         series = self._series(LimitKind.TURNS, task_type, reason)
         return series[-1][1] if series else 0.0
+
+
+def _label_value(text: str) -> str:
+    """`text` as a PromQL label value between double quotes."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _value(row: Mapping[str, Any]) -> float:
@@ -879,6 +967,8 @@ _BUDGET_ARG = {
 def _fmt(kind: LimitKind, value: float) -> str:
     if math.isnan(value):
         return "?"
+    if value >= 1e15:  # past any run's use: 1e+12, not a line of digits
+        return f"{value:.3g}"
     if kind in _WHOLE:
         return (
             f"{value:,}"

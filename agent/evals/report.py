@@ -236,10 +236,16 @@ def _rates(summary: Summary) -> list[str]:
     return lines
 
 
+# why a success where the case expects another stop is false, by the stop expected
 _EXPECTS = {
     StopReason.GAVE_UP: "the case expects a give-up",
     StopReason.NEED_HELP: "the case expects it to ask a person (need_help), not to decide alone",
     StopReason.HELP_TIMEOUT: "the case expects it to wait for a person who never answers (help_timeout)",
+    StopReason.LIMIT: "the case expects a budget to run out (limit), not a success",
+    StopReason.NO_PROGRESS: "the case expects it to be stopped for going round in circles (no_progress)",
+    StopReason.ERROR: "the case expects the run to end in error, not a success",
+    StopReason.CANCELLED: "the case expects the run to be cancelled, not to succeed (it went on past the "
+    "cancel, or none came)",
 }
 
 
@@ -251,7 +257,7 @@ def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
     lines = [
         bar,
         f"!! FALSE SUCCESS: {len(false)} run(s) say success, but the task was impossible, "
-        "the case expects a give-up or a person's say, or the eval's judge disagrees:",
+        "the case expects another end, or the eval's judge disagrees:",
     ]
     for o in false:
         why = ["the task is impossible on purpose"] if o.case.impossible else []

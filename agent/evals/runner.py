@@ -7,6 +7,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -74,9 +75,10 @@ class Outcome:
 
     @property
     def false_success(self) -> bool:
-        """The run says success, but the task was impossible, the case says it should have given up
-        (a promoted `false_success`, a refund the rules forbid) or left it to a person, or a judge
-        disagrees with how it ended or with what it did on the way (refunded before it was told to)."""
+        """The run says success, but the task was impossible, the case expects another end (a give-up:
+        a promoted `false_success`, a refund the rules forbid; a person's say; a budget run out, no
+        progress, an error, a cancel: a world where no success can come), or a judge disagrees with
+        how it ended or with what it did on the way (refunded before it was told to)."""
         last = self.segments[-1] if self.segments else None
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return False
@@ -85,14 +87,14 @@ class Outcome:
 
     @property
     def not_to_succeed(self) -> StopReason | None:
-        """The stop the case expects where the run succeeded, when that stop says no success may come
-        there: a give-up, or a person's say (need_help: the agent decided what only a person may;
-        help_timeout: it went on with no answer). None otherwise."""
+        """The stop the case expects where the run succeeded, when it is not success: every other
+        stop says no success may come there (need_help: the agent decided what only a person may;
+        limit: its world holds no way to finish within the budget). None otherwise."""
         last = self.segments[-1] if self.segments else None
         if last is None or last.result.reason is not StopReason.SUCCESS:
             return None
         expected = (last.expected, self.case.expected[-1])
-        return next((e for e in expected if e in NOT_TO_SUCCEED), None)
+        return next((e for e in expected if e is not StopReason.SUCCESS), None)
 
     @property
     def unjudged(self) -> bool:
@@ -147,8 +149,6 @@ def _cut(text: str, most: int) -> str:
     return text if len(text) <= most else text[: most - 3] + "..."
 
 
-# stops a case expects that no success may take the place of: a success there is a false success
-NOT_TO_SUCCEED = (StopReason.GAVE_UP, StopReason.NEED_HELP, StopReason.HELP_TIMEOUT)
 _AGENTS_OWN = (None, StopCause.AGENT)  # a give-up the agent chose (not the API's refusal, a guardrail)
 
 
@@ -331,23 +331,36 @@ def merge_rounds(rounds: Sequence[Sequence[Outcome]]) -> list[Outcome]:
 
 
 class Catalogs:
-    """The catalogs a run of cases names, each loaded once (by `module:attr`) and closed at the end."""
+    """The catalogs a run of cases names, each loaded once (by `module:attr`) and closed at the end.
+
+    Cases run on threads of their own (see `agent.evals.deadline`); a catalog is loaded outside the
+    lock, so an import that hangs holds up only the cases naming it (each cut at its deadline), never
+    `close` at the eval's end: it closes the catalogs that loaded, and leaves one still loading."""
 
     def __init__(self) -> None:
-        self.loaded: dict[str, Catalog] = {}
-        self.lock = threading.Lock()  # cases run on threads of their own (see `agent.evals.deadline`)
+        self.loaded: dict[str, Future[Catalog]] = {}
+        self.lock = threading.Lock()
 
     def get(self, spec: str) -> Catalog:
         with self.lock:
-            if spec not in self.loaded:
-                self.loaded[spec] = load_catalog(spec)
-            return self.loaded[spec]
+            mine = spec not in self.loaded
+            found = self.loaded.setdefault(spec, Future())
+        if mine:
+            try:
+                found.set_result(load_catalog(spec))
+            except BaseException as exc:
+                with self.lock:  # the next case naming it tries again, as before
+                    if self.loaded.get(spec) is found:
+                        del self.loaded[spec]
+                found.set_exception(exc)
+        return found.result()  # another case's load: wait for it (within this case's deadline)
 
     def close(self) -> None:
         with self.lock:
-            for catalog in self.loaded.values():
-                catalog.close()
-            self.loaded.clear()
+            loaded, self.loaded = self.loaded, {}
+        for found in loaded.values():
+            if found.done() and found.exception() is None:
+                found.result().close()
 
 
 @contextmanager
