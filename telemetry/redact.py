@@ -82,6 +82,9 @@ _EMAIL = re.compile(
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 _MIN_SECRET_CHARS = 8  # shorter env values would redact ordinary words
+# How far past the cut a long text is read: a secret that begins before the cut is still matched
+# whole (a PEM key, the longest, is some 6,500 characters, and is matched to the end of a text too).
+READ_PAST_CUT = 16_384
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,14 @@ class Redactor:
         return cls(_secret_values(environ, [*SECRET_ENV_VARS, *extra]), max_chars)
 
     def __call__(self, text: str) -> str:
-        return self.truncate(self.redact(text))
+        """`text` redacted and cut to `max_chars`. Of a long text only the head is read (`READ_PAST_CUT`
+        past the cut): the rest is cut anyway, and redacting all of a 5 MB tool result held the run
+        for seconds at each span that shows it."""
+        read = self.max_chars + READ_PAST_CUT
+        if len(text) <= read:
+            return self.truncate(self.redact(text))
+        head = self.redact(text[:read])[: self.max_chars]
+        return f"{head}...[truncated {len(text) - self.max_chars} chars]"
 
     def redact(self, text: str) -> str:
         """Every known secret value and every key-shaped string replaced (personal data too:
