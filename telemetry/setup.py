@@ -35,7 +35,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from opentelemetry import trace
 from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
@@ -51,7 +51,13 @@ from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
-from telemetry._settings import check_given_to_the_sdk, check_logs_exporter, check_sdk_settings, int_env
+from telemetry._settings import (
+    check_booleans,
+    check_given_to_the_sdk,
+    check_logs_exporter,
+    check_sdk_settings,
+    int_env,
+)
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
     FILE_LOG,
@@ -129,6 +135,7 @@ class Telemetry:
         check_sdk_settings(os.environ)  # what the SDK reads; `environ` may add Endstate's own
         check_given_to_the_sdk(environ)
         check_logs_exporter(environ)  # Endstate's own reading, from `environ`
+        check_booleans(environ)  # OTEL_SDK_DISABLED too
         metrics = MetricsHooks(registry, pending)
         capture = capture_from_env(environ)
         exporter = (
@@ -242,7 +249,10 @@ class Delivery:
 
 def _without_password(url: str) -> str:
     """`url` with the password of a `user:password@` masked: the line goes to logs and terminals."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL (`http://[::1`): the exporter says so in the same line
+        return url
     if parts.password is None:
         return url
     user, _, host = parts.netloc.rpartition("@")
@@ -487,23 +497,38 @@ def _otlp_endpoint(environ: Mapping[str, str], signal: tuple[str, str] = _TRACES
 
 
 def _check_endpoint(environ: Mapping[str, str]) -> None:
-    """An OTLP/HTTP endpoint that is no http(s) URL is named now, not found at the first export."""
+    """An OTLP/HTTP endpoint that is no http(s) URL (a port that is no port among them) is named now,
+    not found at the first export."""
     for name in (ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ev.OTEL_EXPORTER_OTLP_ENDPOINT):
         if given := environ.get(name, "").strip():
-            url = urlsplit(given)
-            if url.scheme not in ("http", "https") or not url.hostname or any(c.isspace() for c in given):
+            url = _url(given)
+            if url is None or url.scheme not in ("http", "https") or not url.hostname or _blank(given):
                 raise ConfigError(f"{name}={given!r} must be a URL such as http://collector:4318")
             return
+
+
+def _url(given: str) -> SplitResult | None:
+    """`given` split as a URL, None when it cannot be (`http://[::1`) or its port is no port (1-65535)."""
+    try:
+        url = urlsplit(given)
+        port = url.port
+    except ValueError:
+        return None
+    return None if port == 0 else url
+
+
+def _blank(given: str) -> bool:
+    return any(c.isspace() for c in given)
 
 
 def _check_grpc_endpoint(environ: Mapping[str, str]) -> None:
     """An OTLP/gRPC endpoint the exporter cannot dial (blanks in it, a scheme other than http, https
     or gRPC's own unix, an http(s) URL without a host) is named now, not found at the first export."""
     given, name = _grpc_endpoint(environ)
-    url = urlsplit(given)
-    web = url.scheme in ("http", "https")
-    if any(c.isspace() for c in given) or (
-        "://" in given and not (web and url.hostname) and url.scheme != "unix"
+    url = _url(given) if "://" in given else urlsplit("")
+    web = url is not None and url.scheme in ("http", "https")
+    if _blank(given) or (
+        "://" in given and not (web and url is not None and url.hostname) and not given.startswith("unix://")
     ):
         raise ConfigError(
             f"{name}={given!r} must be an address such as http://collector:4317 (https:// for TLS)"

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
 
 from agent import Agent, StopReason, tool
+from agent.errors import ConfigError
 from agent.models import ScriptedModel, call, finish
-from telemetry import Redactor, TracingHooks
+from telemetry import Redactor, Telemetry, TracingHooks
 from telemetry import names as n
 from telemetry.redact import READ_PAST_CUT, REDACTED
 
@@ -48,3 +54,72 @@ def test_a_huge_tool_argument_and_result_are_read_only_as_far_as_their_spans_kee
     assert str((result.attributes or {})[n.GEN_AI_TOOL_CALL_RESULT]).startswith(f"key {REDACTED} xxx")
     assert not any(KEY in text for text in kept)
     assert max(READ) <= Redactor().max_chars + READ_PAST_CUT
+
+
+@pytest.fixture
+def bare_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """No OTEL_* variable in the process environment, where the SDK reads them, but those a test sets."""
+    for name in list(os.environ):
+        if name.startswith(("OTEL_", "ENDSTATE_TRACES")):
+            monkeypatch.delenv(name)
+    yield monkeypatch
+
+
+HTTP = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}
+GRPC = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        # read as false by the SDK, without a word: spans went out, TLS was spoken to a plain collector
+        (HTTP | {"OTEL_SDK_DISABLED": "1"}, r"OTEL_SDK_DISABLED='1' must be true or false"),
+        (HTTP | {"OTEL_SDK_DISABLED": "yes"}, r"OTEL_SDK_DISABLED='yes' must be true or false"),
+        (GRPC | {"OTEL_EXPORTER_OTLP_INSECURE": "yes"}, r"OTEL_EXPORTER_OTLP_INSECURE='yes' must be"),
+        (GRPC | {"OTEL_EXPORTER_OTLP_TRACES_INSECURE": "1"}, r"OTEL_EXPORTER_OTLP_TRACES_INSECURE='1' must"),
+        # tracebacks as the exporter was made
+        (
+            GRPC | {"OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES": "UNAVAILABLE,NOPE"},
+            r"OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES=.*'NOPE' is not a gRPC status code",
+        ),
+        (
+            HTTP | {"OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER": "nosuch"},
+            r"OTEL_PYTHON_EXPORTER_OTLP_HTTP_CREDENTIAL_PROVIDER='nosuch' names no installed credential",
+        ),
+        (
+            GRPC
+            | {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:4317"}
+            | {"OTEL_PYTHON_EXPORTER_OTLP_GRPC_TRACES_CREDENTIAL_PROVIDER": "nosuch"},
+            r"OTEL_PYTHON_EXPORTER_OTLP_GRPC_TRACES_CREDENTIAL_PROVIDER='nosuch' names no installed",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://[::1"},
+            r"OTEL_EXPORTER_OTLP_ENDPOINT='http://\[::1' must be a URL",
+        ),
+        # every export failed, said only once the first batch went
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:99999"},
+            r"OTEL_EXPORTER_OTLP_ENDPOINT=.* must be",
+        ),
+        ({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:otlp"}, r"_TRACES_ENDPOINT=.* must be"),
+        (
+            GRPC | {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:0"},
+            r"OTEL_EXPORTER_OTLP_ENDPOINT=.* must be",
+        ),
+    ],
+)
+def test_a_setting_the_sdk_would_ignore_or_trip_on_is_refused_naming_it(
+    env: dict[str, str], says: str, bare_env: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        bare_env.setenv(name, value)
+    with pytest.raises(ConfigError, match=says):
+        Telemetry.from_env(registry=CollectorRegistry())
+
+
+def test_the_sdk_can_still_be_disabled_or_enabled_by_name(bare_env: pytest.MonkeyPatch) -> None:
+    for value in ("TRUE", "false", ""):
+        bare_env.setenv("OTEL_SDK_DISABLED", value)
+        Telemetry.from_env(
+            {**os.environ, n.ENV_TRACES_FILE: os.devnull}, registry=CollectorRegistry()
+        ).shutdown()
