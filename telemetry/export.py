@@ -297,6 +297,7 @@ class _CountedQueue:
         # Admitted items not yet handed: never fewer than the SDK's queue holds (an item popped is
         # counted as handed just after), so an item admitted here never makes the SDK drop one.
         self._queued = 0
+        self._sending = 0  # handed to the exporter, whose export has not returned yet
         self._closed = False
 
     def _offer(self, item: Any) -> None:
@@ -327,9 +328,19 @@ class _CountedQueue:
             self._on_dropped(lost, DROP_SHUTDOWN)
         return max(0, lost)
 
+    def count_sending(self) -> int:
+        """How many items are in an export that has not returned (counted once it does)."""
+        with self._lock:
+            return self._sending
+
     def _count_handed(self, count: int) -> None:
         with self._lock:
             self._queued -= count
+            self._sending += count
+
+    def _count_returned(self, count: int) -> None:
+        with self._lock:
+            self._sending -= count
 
     def _count_failed(self, count: int) -> None:
         self._on_dropped(count, DROP_EXPORT_FAILED)  # handed, so no longer queued: the counts hold
@@ -343,7 +354,9 @@ class CountedBatchProcessor(_CountedQueue, SpanProcessor):
     ) -> None:
         super().__init__(on_dropped, max_queue_size, max_export_batch_size)
         self.batch = BatchSpanProcessor(
-            cast(SpanExporter, _Handing(exporter, self._count_handed, self._count_failed)),
+            cast(
+                SpanExporter, _Handing(exporter, self._count_handed, self._count_failed, self._count_returned)
+            ),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
@@ -369,7 +382,10 @@ class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
     ) -> None:
         super().__init__(on_dropped, max_queue_size, max_export_batch_size)
         self.batch = BatchLogRecordProcessor(
-            cast(LogRecordExporter, _Handing(exporter, self._count_handed, self._count_failed)),
+            cast(
+                LogRecordExporter,
+                _Handing(exporter, self._count_handed, self._count_failed, self._count_returned),
+            ),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
@@ -390,17 +406,19 @@ def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:
 
 class _Handing:
     """Tells the processor how many items (spans or events) each export takes off its queue, exports
-    them, and how many an export that did not succeed lost."""
+    them, says when the export returned, and how many an export that did not succeed lost."""
 
     def __init__(
         self,
         inner: SpanExporter | LogRecordExporter,
         on_handed: Callable[[int], None],
         on_failed: Callable[[int], None],
+        on_returned: Callable[[int], None],
     ) -> None:
         self.inner = inner
         self._on_handed = on_handed
         self._on_failed = on_failed
+        self._on_returned = on_returned
 
     def export(self, items: Sequence[Any]) -> Any:
         self._on_handed(len(items))
@@ -408,6 +426,7 @@ class _Handing:
         try:
             result = self.inner.export(items)
         finally:
+            self._on_returned(len(items))
             if result not in _EXPORTED:
                 self._on_failed(len(items))
         return result

@@ -189,7 +189,8 @@ class Telemetry:
         lost = self.spans.count_unsent()
         lost_events = self.events.count_unsent() if self.events else 0
         if self.delivery is not None and (lost or lost_events or not finished):
-            self.delivery.report(lost, None if finished else timeout_s, lost_events)
+            sending = self.spans.count_sending() + (self.events.count_sending() if self.events else 0)
+            self.delivery.report(lost, None if finished else timeout_s, lost_events, sending)
         return finished
 
     def _flush(self, timeout_ms: int) -> None:
@@ -226,13 +227,15 @@ class Delivery:
 
         return on_failure
 
-    def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0) -> None:
-        """At close: the spans (and content events) that never left, and whether the close gave up waiting."""
+    def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0, sending: int = 0) -> None:
+        """At close: the spans (and content events) that never left, those in an export the close did
+        not see end (`sending`: lost too when the process exits), and whether the close gave up waiting."""
         why = _HOLD_BACK.reason or (
             f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed"
         )
         events = f" and {lost_events} events" if lost_events else ""
-        self.say(f"{why}; {lost} spans{events} never sent")
+        unsettled = f", {sending} more in an export that had not ended" if sending else ""
+        self.say(f"{why}; {lost} spans{events} never sent{unsettled}")
 
     def say(self, what: str) -> None:
         with self._lock:

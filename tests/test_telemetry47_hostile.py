@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otlp_receiver import OtlpReceiver
 from prometheus_client import CollectorRegistry
 
 from agent import Agent, StopReason, tool
@@ -123,3 +126,23 @@ def test_the_sdk_can_still_be_disabled_or_enabled_by_name(bare_env: pytest.Monke
         Telemetry.from_env(
             {**os.environ, n.ENV_TRACES_FILE: os.devnull}, registry=CollectorRegistry()
         ).shutdown()
+
+
+def test_the_close_line_counts_the_spans_of_an_export_that_never_ended(
+    bare_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With a collector that takes a request and never answers, the one line said "0 spans never
+    sent" though not one span was delivered: those of the export in flight went uncounted in it."""
+    with OtlpReceiver(mode="hang") as hanging:
+        bare_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", hanging.endpoint)
+        bare_env.setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
+        telemetry = Telemetry.from_env(registry=CollectorRegistry())
+        agent = Agent("unheard", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks)
+        assert agent.run("go").reason is StopReason.SUCCESS  # three spans: the run, its turn, its call
+        assert hanging.arrived.wait(60)
+        with caplog.at_level(logging.WARNING, logger="endstate.telemetry"):
+            assert not telemetry.shutdown(timeout_s=0.5)
+    (line,) = [r.getMessage() for r in caplog.records if "could not be delivered" in r.getMessage()]
+    said = re.search(r"(\d+) spans never sent, (\d+) more in an export that had not ended", line)
+    assert said is not None, line
+    assert int(said[1]) + int(said[2]) == 3
