@@ -51,7 +51,8 @@ from agent.text import LONE_SURROGATE, without_lone_surrogates
 from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
 from telemetry.rejected import Rejections
 
-log = logging.getLogger("endstate.telemetry")
+# Exporters that raise: held back, and the latest said in the one line of `telemetry.setup.Delivery`
+log = logging.getLogger("endstate.telemetry.export")
 FILE_LOG = logging.getLogger("endstate.telemetry.file")  # the span file's failures, one line a batch
 
 
@@ -65,15 +66,23 @@ class _Guarded:
     def shutdown(self) -> None:
         try:
             self.inner.shutdown()
-        except Exception:
-            log.warning("%s exporter shutdown raised", self.what, exc_info=True)
+        except Exception as exc:
+            log.warning("%s exporter shutdown raised %s", self.what, _said(exc), exc_info=True)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         try:
             return bool(self.inner.force_flush(timeout_millis))
-        except Exception:
-            log.warning("%s exporter flush raised", self.what, exc_info=True)
+        except Exception as exc:
+            log.warning("%s exporter flush raised %s", self.what, _said(exc), exc_info=True)
             return False
+
+
+def _said(exc: Exception) -> str:
+    """An exception as one line names it: its type, and its message when that can be read."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return type(exc).__name__
 
 
 class CountingExporter(_Guarded, SpanExporter):
@@ -123,8 +132,8 @@ class CountingExporter(_Guarded, SpanExporter):
     def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             return self.inner.export(spans)
-        except Exception:
-            log.warning("span export raised; %d spans dropped", len(spans), exc_info=True)
+        except Exception as exc:
+            log.warning("span export raised %s; %d spans dropped", _said(exc), len(spans), exc_info=True)
             return SpanExportResult.FAILURE
 
 
@@ -150,8 +159,8 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
         self._on_attempt(SIGNAL_LOGS)
         try:
             result = self.inner.export(batch)
-        except Exception:
-            log.warning("event export raised; %d events dropped", len(batch), exc_info=True)
+        except Exception as exc:
+            log.warning("event export raised %s; %d events dropped", _said(exc), len(batch), exc_info=True)
             result = LogRecordExportResult.FAILURE
         rejected = self._rejections.take() if self._rejections is not None else 0
         if rejected and result is LogRecordExportResult.SUCCESS and self._on_rejected is not None:
@@ -225,8 +234,8 @@ class FanOutExporter(SpanExporter):
     def _one(exporter: SpanExporter, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             return exporter.export(spans)
-        except Exception:
-            log.warning("span export to %s raised", type(exporter).__name__, exc_info=True)
+        except Exception as exc:
+            log.warning("span export to %s raised %s", type(exporter).__name__, _said(exc), exc_info=True)
             return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:

@@ -68,6 +68,7 @@ from telemetry.export import (
     FanOutExporter,
     JsonLinesExporter,
 )
+from telemetry.export import log as EXPORT_LOG
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
@@ -87,6 +88,7 @@ _OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said 
     "opentelemetry.exporter.otlp.proto.http._log_exporter",
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
     FILE_LOG.name,  # the offline span file's
+    EXPORT_LOG.name,  # any exporter's that raised
 )
 
 

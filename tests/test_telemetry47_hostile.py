@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otlp_receiver import OtlpReceiver
 from prometheus_client import CollectorRegistry
@@ -146,3 +146,29 @@ def test_the_close_line_counts_the_spans_of_an_export_that_never_ended(
     said = re.search(r"(\d+) spans never sent, (\d+) more in an export that had not ended", line)
     assert said is not None, line
     assert int(said[1]) + int(said[2]) == 3
+
+
+class RaisingExporter(SpanExporter):
+    """An exporter that raises, as the gRPC one did on a collector's corrupt RetryInfo trailer."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        raise ValueError("Wire format was corrupt")
+
+    def shutdown(self) -> None:
+        raise ValueError("Wire format was corrupt")
+
+
+def test_an_exporter_that_raises_is_said_in_the_one_line_with_its_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each raise was a warning line of its own (with a traceback in a library's log), then the one
+    line said the export failed with "no reason given"."""
+    telemetry = Telemetry.from_env({}, registry=CollectorRegistry(), span_exporter=RaisingExporter())
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            Agent("raiser", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks).run("go")
+            telemetry.force_flush(30)
+        telemetry.shutdown(30)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("endstate")]
+    assert len(said) == 1, said
+    assert "could not be delivered" in said[0] and "ValueError: Wire format was corrupt" in said[0]
