@@ -35,6 +35,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import SplitResult, urlsplit
 
 from opentelemetry import trace
@@ -338,13 +339,27 @@ def _span_exporter(environ: Mapping[str, str], kind: str) -> SpanExporter | None
         return ConsoleSpanExporter(out=sys.stderr)
     if not _otlp_endpoint(environ):
         path = environ.get(n.ENV_TRACES_FILE, "").strip()
-        return JsonLinesExporter(path) if path else None
+        return JsonLinesExporter(_writable_file(path)) if path else None
     protocol = _protocol(environ, ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
     if protocol == "grpc":
         _check_grpc_endpoint(environ)
         return _grpc_exporter()
     _check_endpoint(environ)
     return _http_exporter()
+
+
+def _writable_file(path: str) -> str:
+    """`path`, when spans can be appended to it: a directory there, or none to make it in, or one
+    this process may not write, was found only at the first export, each span then lost."""
+    where = Path(path)
+    said = f"{n.ENV_TRACES_FILE}={path!r}"
+    if where.is_dir():
+        raise ConfigError(f"{said} is a directory: name a file in it, such as {where / 'traces.jsonl'}")
+    if not where.parent.is_dir():
+        raise ConfigError(f"{said}: the directory {str(where.parent)!r} does not exist; create it first")
+    if not os.access(where if where.exists() else where.parent, os.W_OK):
+        raise ConfigError(f"{said} cannot be written by this process: name a file it may write")
+    return path
 
 
 def _credential_provider(signal: str) -> bool:

@@ -7,6 +7,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -207,3 +208,15 @@ def test_an_exporter_that_raises_is_said_in_the_one_line_with_its_reason(
     said = [r.getMessage() for r in caplog.records if r.name.startswith("endstate")]
     assert len(said) == 1, said
     assert "could not be delivered" in said[0] and "ValueError: Wire format was corrupt" in said[0]
+
+
+@pytest.mark.parametrize(
+    ("under", "says"), [("", "is a directory"), ("missing/traces.jsonl", "does not exist")]
+)
+def test_a_span_file_spans_cannot_be_written_to_is_refused_at_the_start(
+    under: str, says: str, tmp_path: Path, bare_env: pytest.MonkeyPatch
+) -> None:
+    """Such a file was found only at the first export: each span then lost, said once as a warning."""
+    path = str(tmp_path / under)
+    with pytest.raises(ConfigError, match=f"{n.ENV_TRACES_FILE}=.* {says}"):
+        Telemetry.from_env({n.ENV_TRACES_FILE: path}, registry=CollectorRegistry())
