@@ -51,8 +51,10 @@ from agent.text import LONE_SURROGATE, without_lone_surrogates
 from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
 from telemetry.rejected import Rejections
 
-# Exporters that raise: held back, and the latest said in the one line of `telemetry.setup.Delivery`
-log = logging.getLogger("endstate.telemetry.export")
+# Exporters that raise, of spans and of content events: held back, and the latest said in the one
+# line of `telemetry.setup.Delivery` about that signal
+SPAN_LOG = logging.getLogger("endstate.telemetry.export.spans")
+EVENT_LOG = logging.getLogger("endstate.telemetry.export.events")
 FILE_LOG = logging.getLogger("endstate.telemetry.file")  # the span file's failures, one line a batch
 
 
@@ -63,17 +65,21 @@ class _Guarded:
     inner: Any
     what: str
 
+    @property
+    def _log(self) -> logging.Logger:
+        return EVENT_LOG if self.what == "event" else SPAN_LOG
+
     def shutdown(self) -> None:
         try:
             self.inner.shutdown()
         except Exception as exc:
-            log.warning("%s exporter shutdown raised %s", self.what, _said(exc), exc_info=True)
+            self._log.warning("%s exporter shutdown raised %s", self.what, _said(exc), exc_info=True)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         try:
             return bool(self.inner.force_flush(timeout_millis))
         except Exception as exc:
-            log.warning("%s exporter flush raised %s", self.what, _said(exc), exc_info=True)
+            self._log.warning("%s exporter flush raised %s", self.what, _said(exc), exc_info=True)
             return False
 
 
@@ -133,7 +139,7 @@ class CountingExporter(_Guarded, SpanExporter):
         try:
             return self.inner.export(spans)
         except Exception as exc:
-            log.warning("span export raised %s; %d spans dropped", _said(exc), len(spans), exc_info=True)
+            SPAN_LOG.warning("span export raised %s; %d spans dropped", _said(exc), len(spans), exc_info=True)
             return SpanExportResult.FAILURE
 
 
@@ -160,7 +166,9 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
         try:
             result = self.inner.export(batch)
         except Exception as exc:
-            log.warning("event export raised %s; %d events dropped", _said(exc), len(batch), exc_info=True)
+            EVENT_LOG.warning(
+                "event export raised %s; %d events dropped", _said(exc), len(batch), exc_info=True
+            )
             result = LogRecordExportResult.FAILURE
         rejected = self._rejections.take() if self._rejections is not None else 0
         if rejected and result is LogRecordExportResult.SUCCESS and self._on_rejected is not None:
@@ -235,7 +243,9 @@ class FanOutExporter(SpanExporter):
         try:
             return exporter.export(spans)
         except Exception as exc:
-            log.warning("span export to %s raised %s", type(exporter).__name__, _said(exc), exc_info=True)
+            SPAN_LOG.warning(
+                "span export to %s raised %s", type(exporter).__name__, _said(exc), exc_info=True
+            )
             return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:

@@ -28,6 +28,7 @@ the SDK reads the process environment.
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import sys
@@ -61,7 +62,9 @@ from telemetry._settings import (
 )
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
+    EVENT_LOG,
     FILE_LOG,
+    SPAN_LOG,
     CountedBatchProcessor,
     CountedLogProcessor,
     CountingExporter,
@@ -69,7 +72,6 @@ from telemetry.export import (
     FanOutExporter,
     JsonLinesExporter,
 )
-from telemetry.export import log as EXPORT_LOG
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
@@ -84,13 +86,15 @@ CLOSE_MARGIN_S = 0.05  # of it, kept for counting what was lost and saying so
 DEFAULT_MAX_QUEUE_SIZE = 2048  # the SDK's defaults, when OTEL_BSP_* say nothing
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 REJECTIONS = "endstate_rejections"  # the attribute of an exporter whose answers are read (`Rejections`)
-_OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said once instead
+# The exporters log each failed or retried export: held back, and the latest said once, in the line
+# about their signal (spans, content events) only
+SPAN_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.http._log_exporter",
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
     FILE_LOG.name,  # the offline span file's
-    EXPORT_LOG.name,  # any exporter's that raised
+    SPAN_LOG.name,  # any span exporter's that raised
 )
+EVENT_LOGGERS = ("opentelemetry.exporter.otlp.proto.http._log_exporter", EVENT_LOG.name)
 
 
 @dataclass
@@ -215,27 +219,32 @@ class Delivery:
     and the latest reason they gave goes in this one line.
     """
 
-    def __init__(self, destination: str) -> None:
+    def __init__(self, destination: str, loggers: tuple[str, ...] = SPAN_LOGGERS) -> None:
         self.destination = _without_password(destination)
         self.said = False
         self._lock = threading.Lock()
+        self._loggers = loggers  # whose lines give the reason: the signal's exporters'
+        self._since = _HOLD_BACK.seen()  # a reason held back before is another telemetry's
         _hold_back_exporter_lines()
+
+    @property
+    def reason(self) -> str:
+        """The latest reason this signal's exporters gave since this telemetry was set up; "" if none."""
+        return _HOLD_BACK.latest(self._loggers, self._since)
 
     def failed(self, count: Callable[[str], None]) -> Callable[[str], None]:
         """`count`, and the one line the first time an export fails."""
 
         def on_failure(signal: str) -> None:
             count(signal)
-            self.say(f"export failed ({_HOLD_BACK.reason or 'no reason given'})")
+            self.say(f"export failed ({self.reason or 'no reason given'})")
 
         return on_failure
 
     def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0, sending: int = 0) -> None:
         """At close: the spans (and content events) that never left, those in an export the close did
         not see end (`sending`: lost too when the process exits), and whether the close gave up waiting."""
-        why = _HOLD_BACK.reason or (
-            f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed"
-        )
+        why = self.reason or (f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed")
         events = f" and {lost_events} events" if lost_events else ""
         unsettled = f", {sending} more in an export that had not ended" if sending else ""
         self.say(f"{why}; {lost} spans{events} never sent{unsettled}")
@@ -266,22 +275,35 @@ def _without_password(url: str) -> str:
 
 
 class _HoldBack(logging.Filter):
-    """Keeps the OTLP exporters' failure lines off the console; remembers the latest reason."""
+    """Keeps the exporters' failure lines off the console; remembers each logger's latest reason."""
 
-    reason = ""
+    def __init__(self) -> None:
+        super().__init__()
+        self._held = itertools.count(1)  # lines held back so far: orders the reasons
+        self._latest: dict[str, tuple[int, str]] = {}  # logger name: (its line's order, its reason)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.WARNING:
-            self.reason = " ".join(record.getMessage().split())[:200]
+            self._latest[record.name] = (next(self._held), " ".join(record.getMessage().split())[:200])
             return False
         return True
+
+    def seen(self) -> int:
+        """The order of the latest line held back (0: none yet)."""
+        return max((order for order, _ in self._latest.values()), default=0)
+
+    def latest(self, loggers: tuple[str, ...], since: int) -> str:
+        """The latest reason of `loggers`, held back after the line `since`; "" if none."""
+        found = [self._latest[name] for name in loggers if name in self._latest]
+        order, reason = max(found, default=(0, ""))
+        return reason if order > since else ""
 
 
 _HOLD_BACK = _HoldBack()
 
 
 def _hold_back_exporter_lines() -> None:
-    for name in _OTLP_LOGGERS:
+    for name in SPAN_LOGGERS + EVENT_LOGGERS:
         logger = logging.getLogger(name)
         if _HOLD_BACK not in logger.filters:
             logger.addFilter(_HOLD_BACK)
@@ -427,7 +449,7 @@ def _logger_provider(
         )
         return None, None
     metrics.count_exports_of(n.SIGNAL_LOGS)
-    delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__)
+    delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__, EVENT_LOGGERS)
     counting = CountingLogExporter(
         exporter,
         delivery.failed(metrics.record_export_failure),

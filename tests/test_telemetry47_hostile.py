@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -220,3 +223,54 @@ def test_a_span_file_spans_cannot_be_written_to_is_refused_at_the_start(
     path = str(tmp_path / under)
     with pytest.raises(ConfigError, match=f"{n.ENV_TRACES_FILE}=.* {says}"):
         Telemetry.from_env({n.ENV_TRACES_FILE: path}, registry=CollectorRegistry())
+
+
+class HangingExporter(SpanExporter):
+    """An exporter whose exports wait until released: a collector that never answers."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.released.wait(60)
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        self.released.set()
+
+
+class RaisingEventExporter(LogRecordExporter):
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        raise ConnectionError("events endpoint refused")
+
+    def shutdown(self) -> None:
+        return None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def test_the_line_about_spans_gives_no_reason_of_the_content_events_exporter(
+    bare_env: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every exporter's reason went to one place: spans lost to a collector that never answered were
+    said lost because "Failed to export logs batch", the events endpoint's failure."""
+    bare_env.setenv(n.ENV_CAPTURE_CONTENT, "EVENT_ONLY")
+    bare_env.setenv(n.ENV_SEMCONV_STABILITY_OPT_IN, n.OPT_IN_GEN_AI_LATEST)
+    spans = HangingExporter()
+    telemetry = Telemetry.from_env(
+        registry=CollectorRegistry(), span_exporter=spans, log_exporter=RaisingEventExporter()
+    )
+    assert telemetry.logger_provider is not None
+    try:
+        with caplog.at_level(logging.WARNING):
+            Agent("both", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks).run("go")
+            telemetry.logger_provider.force_flush(30_000)  # the events' export fails, and is said
+            assert not telemetry.shutdown(timeout_s=0.5)  # the spans' never ends
+    finally:
+        spans.released.set()
+    lines = [r.getMessage() for r in caplog.records if "could not be delivered" in r.getMessage()]
+    (events,) = [line for line in lines if "RaisingEventExporter" in line]
+    (about_spans,) = [line for line in lines if "HangingExporter" in line]
+    assert "events endpoint refused" in events
+    assert "events endpoint refused" not in about_spans and "no answer within 0.5 s" in about_spans
