@@ -484,6 +484,7 @@ def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | No
             "and OTEL_EXPORTER_OTLP_LOGS_ENDPOINT to the collector's HTTP logs endpoint, such as "
             "http://collector:4318/v1/logs (spans may stay on gRPC)"
         )
+    _check_endpoint(environ, _LOGS)
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
     if _credential_provider("LOGS"):
@@ -538,10 +539,10 @@ def _otlp_endpoint(environ: Mapping[str, str], signal: tuple[str, str] = _TRACES
     return base.rstrip("/") + path if base else ""
 
 
-def _check_endpoint(environ: Mapping[str, str]) -> None:
-    """An OTLP/HTTP endpoint that is no http(s) URL (a port that is no port among them) is named now,
-    not found at the first export."""
-    for name in (ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ev.OTEL_EXPORTER_OTLP_ENDPOINT):
+def _check_endpoint(environ: Mapping[str, str], signal: tuple[str, str] = _TRACES) -> None:
+    """The OTLP/HTTP endpoint of `signal` (traces unless told) that is no http(s) URL (a port that is
+    no port among them) is named now, not found at the first export."""
+    for name in (signal[0], ev.OTEL_EXPORTER_OTLP_ENDPOINT):
         if given := environ.get(name, "").strip():
             url = _url(given)
             if url is None or url.scheme not in ("http", "https") or not url.hostname or _blank(given):

@@ -274,3 +274,21 @@ def test_the_line_about_spans_gives_no_reason_of_the_content_events_exporter(
     (about_spans,) = [line for line in lines if "HangingExporter" in line]
     assert "events endpoint refused" in events
     assert "events endpoint refused" not in about_spans and "no answer within 0.5 s" in about_spans
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["ftp://collector/v1/logs", "collector:4318", "http://127.0.0.1:99999/v1/logs"]
+)
+def test_a_content_events_endpoint_that_is_no_url_is_refused_at_the_start(
+    endpoint: str, bare_env: pytest.MonkeyPatch
+) -> None:
+    """Only the spans' endpoint was checked: the events' failed at every export, found at the first."""
+    for name, value in {
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces",
+        "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": endpoint,
+        n.ENV_CAPTURE_CONTENT: "EVENT_ONLY",
+        n.ENV_SEMCONV_STABILITY_OPT_IN: n.OPT_IN_GEN_AI_LATEST,
+    }.items():
+        bare_env.setenv(name, value)
+    with pytest.raises(ConfigError, match=r"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=.* must be a URL"):
+        Telemetry.from_env(registry=CollectorRegistry())
