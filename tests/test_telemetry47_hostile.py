@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
@@ -16,8 +21,9 @@ from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportRes
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from otlp_receiver import OtlpReceiver
+from otlp_receiver import OtlpReceiver, closed_port
 from prometheus_client import CollectorRegistry
+from test_telemetry_delivery import CLOSE_BOUND_S, CLOSE_SCRIPT
 
 from agent import Agent, Budget, ProgressDetector, StopReason, tool
 from agent.errors import ConfigError
@@ -292,3 +298,59 @@ def test_a_content_events_endpoint_that_is_no_url_is_refused_at_the_start(
         bare_env.setenv(name, value)
     with pytest.raises(ConfigError, match=r"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=.* must be a URL"):
         Telemetry.from_env(registry=CollectorRegistry())
+
+
+class Blackhole:
+    """A loopback TCP server that accepts connections and never answers (nor reads past its buffer)."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.accepted: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.server.getsockname()[1])
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # closed
+            while True:
+                self.accepted.append(self.server.accept()[0])
+
+    def __enter__(self) -> Blackhole:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
+        self.server.close()
+        for conn in self.accepted:
+            conn.close()
+        self._thread.join(10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collector", ["refuses", "never_answers"])
+def test_closing_with_a_dead_grpc_collector_is_bounded_and_said_in_one_line(collector: str) -> None:
+    """As over OTLP/HTTP (test_telemetry_delivery): the gRPC exporter's own close waits for an
+    export in flight, retried up to its timeout."""
+    with Blackhole() as hole:
+        port = hole.port if collector == "never_answers" else closed_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "ENDSTATE_TRACES"))}
+        env |= {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "120",
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(CLOSE_SCRIPT)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.strip()) <= CLOSE_BOUND_S
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "telemetry could not be delivered to " in lines[0], done.stderr
