@@ -20,13 +20,20 @@ MAX_JSON_CHARS = 64_000  # the oldest messages are left out past this
 
 
 def messages_json(messages: Sequence[dict[str, Any]], redact: Redact) -> str:
-    """`gen_ai.input.messages`: the history, newest kept when it is too long."""
-    converted = [_message(m.get("role", "user"), m.get("content"), redact) for m in messages]
-    text = json.dumps(converted)
-    while len(text) > MAX_JSON_CHARS and len(converted) > 1:
-        converted = converted[max(1, len(converted) // 4) :]
-        text = json.dumps(converted)
-    return text
+    """`gen_ai.input.messages`: the history, newest kept when it is too long (the newest always).
+
+    Messages are converted newest first, only until MAX_JSON_CHARS is reached: converting and
+    redacting the whole history at every model call made each turn of a long run slower than the
+    last (100 turns of 20 kB results: 0.5 s a turn)."""
+    kept: list[str] = []
+    size = 2  # the brackets
+    for m in reversed(messages):
+        text = json.dumps(_message(m.get("role", "user"), m.get("content"), redact))
+        size += len(text) + 2  # and its separator
+        if kept and size > MAX_JSON_CHARS:
+            break
+        kept.append(text)
+    return "[" + ", ".join(reversed(kept)) + "]"
 
 
 def output_json(content: Sequence[dict[str, Any]], finish_reason: str, redact: Redact) -> str:

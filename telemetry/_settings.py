@@ -21,6 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 
 from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk import environment_variables as ev
@@ -98,6 +99,23 @@ TLS_FILES = tuple(
     for kind in ("CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY")
 )
 
+# true or false; the SDK reads any other value as false, and says nothing (OTEL_SDK_DISABLED=1 exported
+# every span, OTEL_EXPORTER_OTLP_INSECURE=yes made the gRPC exporter speak TLS to a plain collector)
+BOOLEANS = (
+    ev.OTEL_SDK_DISABLED,
+    ev.OTEL_EXPORTER_OTLP_INSECURE,
+    ev.OTEL_EXPORTER_OTLP_TRACES_INSECURE,
+    ev.OTEL_EXPORTER_OTLP_LOGS_INSECURE,
+    ev.OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED,
+)
+GRPC_RETRYABLE = "OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES"  # status code names, comma-separated
+CREDENTIAL_GROUP = "opentelemetry_otlp_credential_provider"  # the entry points the variables below name
+CREDENTIAL_PROVIDERS = tuple(
+    f"OTEL_PYTHON_EXPORTER_OTLP_{protocol}{signal}_CREDENTIAL_PROVIDER"
+    for protocol in ("HTTP", "GRPC")
+    for signal in ("", "_TRACES", "_LOGS")
+)
+
 SAMPLERS = (
     "always_on",
     "always_off",
@@ -154,6 +172,9 @@ def check_sdk_settings(environ: Mapping[str, str]) -> None:
     check_compression(environ)
     check_resource_pairs(environ)
     check_tls_files(environ)
+    check_booleans(environ)
+    check_grpc_retryable(environ)
+    check_credential_providers(environ)
     for name in LIMITS:
         raw = environ.get(name, "").strip()
         if raw and not (raw.isdigit() and raw.isascii()):
@@ -297,6 +318,48 @@ def check_tls_files(environ: Mapping[str, str]) -> None:
                 f"{name}={path!r} cannot be read ({exc.strerror or exc}): name a PEM file this process "
                 "can read, or unset it"
             ) from None
+
+
+def check_booleans(environ: Mapping[str, str]) -> None:
+    """Each of `BOOLEANS` true or false (any case), or unset."""
+    for name in BOOLEANS:
+        raw = environ.get(name, "")
+        if raw.strip().lower() not in ("", "true", "false"):
+            raise ConfigError(
+                f"{name}={raw!r} must be true or false: the SDK reads any other value as false, so it "
+                "would do nothing"
+            )
+
+
+def check_grpc_retryable(environ: Mapping[str, str]) -> None:
+    """The gRPC exporter's retryable codes as names of gRPC status codes: another was a `KeyError`
+    traceback as the exporter was made."""
+    raw = environ.get(GRPC_RETRYABLE, "")
+    codes = [code.strip() for code in raw.split(",") if code.strip()]
+    if not codes:
+        return
+    try:
+        from grpc import StatusCode
+    except ImportError:  # no gRPC exporter to read it
+        return
+    for code in codes:
+        if code.upper() not in StatusCode.__members__:
+            raise ConfigError(
+                f"{GRPC_RETRYABLE}={raw!r}: {code!r} is not a gRPC status code; list names such as "
+                "UNAVAILABLE,RESOURCE_EXHAUSTED, or unset it for the exporter's own list"
+            )
+
+
+def check_credential_providers(environ: Mapping[str, str]) -> None:
+    """Each OTLP credential provider variable names an installed provider: one that names none was a
+    `RuntimeError` traceback as the exporter was made."""
+    for name in CREDENTIAL_PROVIDERS:
+        raw = environ.get(name, "")
+        if raw and not entry_points(group=CREDENTIAL_GROUP, name=raw):
+            raise ConfigError(
+                f"{name}={raw!r} names no installed credential provider (an entry point of the group "
+                f"{CREDENTIAL_GROUP}): install the package that provides it, or unset it"
+            )
 
 
 def check_sampler(environ: Mapping[str, str]) -> None:

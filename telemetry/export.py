@@ -16,9 +16,12 @@ queued.
 spans are queued without reading the SDK's queue: spans ended minus spans
 handed to the exporter minus spans written off. Past half the queue it
 yields the GIL (`time.sleep(0)`) as each span ends, so the export thread
-keeps up. That never waits for the collector: an export blocked on the
-network holds no GIL, the yield returns at once, and once the queue is full
-spans are dropped, each one counted. It drops a span itself before the SDK
+keeps up. That never waits for the collector, but a yield is no free call:
+on a busy machine the system may give the core away, and with a collector
+that is down or never answers (an export in flight for longer than
+STALLED_EXPORT_S) the yields bought nothing and made each turn of a tight
+loop 2-3 times slower (350 µs instead of 120): then spans are not yielded
+for. Once the queue is full spans are dropped, each one counted. It drops a span itself before the SDK
 would, so every span lost is counted: queue full, still queued (or ended)
 after shutdown, or in a batch the exporter failed (a collector down past the
 exporter's own retries). `CountedLogProcessor` does the same for content events (log
@@ -51,7 +54,10 @@ from agent.text import LONE_SURROGATE, without_lone_surrogates
 from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
 from telemetry.rejected import Rejections
 
-log = logging.getLogger("endstate.telemetry")
+# Exporters that raise, of spans and of content events: held back, and the latest said in the one
+# line of `telemetry.setup.Delivery` about that signal
+SPAN_LOG = logging.getLogger("endstate.telemetry.export.spans")
+EVENT_LOG = logging.getLogger("endstate.telemetry.export.events")
 FILE_LOG = logging.getLogger("endstate.telemetry.file")  # the span file's failures, one line a batch
 
 
@@ -62,18 +68,30 @@ class _Guarded:
     inner: Any
     what: str
 
+    @property
+    def _log(self) -> logging.Logger:
+        return EVENT_LOG if self.what == "event" else SPAN_LOG
+
     def shutdown(self) -> None:
         try:
             self.inner.shutdown()
-        except Exception:
-            log.warning("%s exporter shutdown raised", self.what, exc_info=True)
+        except Exception as exc:
+            self._log.warning("%s exporter shutdown raised %s", self.what, _said(exc), exc_info=True)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         try:
             return bool(self.inner.force_flush(timeout_millis))
-        except Exception:
-            log.warning("%s exporter flush raised", self.what, exc_info=True)
+        except Exception as exc:
+            self._log.warning("%s exporter flush raised %s", self.what, _said(exc), exc_info=True)
             return False
+
+
+def _said(exc: Exception) -> str:
+    """An exception as one line names it: its type, and its message when that can be read."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return type(exc).__name__
 
 
 class CountingExporter(_Guarded, SpanExporter):
@@ -123,8 +141,8 @@ class CountingExporter(_Guarded, SpanExporter):
     def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             return self.inner.export(spans)
-        except Exception:
-            log.warning("span export raised; %d spans dropped", len(spans), exc_info=True)
+        except Exception as exc:
+            SPAN_LOG.warning("span export raised %s; %d spans dropped", _said(exc), len(spans), exc_info=True)
             return SpanExportResult.FAILURE
 
 
@@ -150,8 +168,10 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
         self._on_attempt(SIGNAL_LOGS)
         try:
             result = self.inner.export(batch)
-        except Exception:
-            log.warning("event export raised; %d events dropped", len(batch), exc_info=True)
+        except Exception as exc:
+            EVENT_LOG.warning(
+                "event export raised %s; %d events dropped", _said(exc), len(batch), exc_info=True
+            )
             result = LogRecordExportResult.FAILURE
         rejected = self._rejections.take() if self._rejections is not None else 0
         if rejected and result is LogRecordExportResult.SUCCESS and self._on_rejected is not None:
@@ -225,8 +245,10 @@ class FanOutExporter(SpanExporter):
     def _one(exporter: SpanExporter, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
             return exporter.export(spans)
-        except Exception:
-            log.warning("span export to %s raised", type(exporter).__name__, exc_info=True)
+        except Exception as exc:
+            SPAN_LOG.warning(
+                "span export to %s raised %s", type(exporter).__name__, _said(exc), exc_info=True
+            )
             return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
@@ -275,6 +297,9 @@ class JsonLinesExporter(SpanExporter):
 
 
 OnDropped = Callable[[int, str], None]  # (count, reason)
+# An export in flight this long is stalled (a collector down, retried, or never answering), where
+# one of 512 spans beside a tight loop takes 55-120 ms: yielding for it buys nothing
+STALLED_EXPORT_S = 1.0
 _EXPORTED = (SpanExportResult.SUCCESS, LogRecordExportResult.SUCCESS)
 
 
@@ -289,21 +314,30 @@ class _CountedQueue:
 
     sampled_only: ClassVar[bool] = False  # spans: only sampled ones are queued, as in the SDK's processor
 
-    def __init__(self, on_dropped: OnDropped, max_queue_size: int, max_export_batch_size: int) -> None:
+    def __init__(
+        self,
+        on_dropped: OnDropped,
+        max_queue_size: int,
+        max_export_batch_size: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._on_dropped = on_dropped
+        self._clock = clock
+        self._sending_since: float | None = None  # when the export in flight began
         self._max = max_queue_size
         self._yield_from = max(max_export_batch_size, max_queue_size // 2)
         self._lock = threading.Lock()  # for every count below, and each item's admission with it
         # Admitted items not yet handed: never fewer than the SDK's queue holds (an item popped is
         # counted as handed just after), so an item admitted here never makes the SDK drop one.
         self._queued = 0
+        self._sending = 0  # handed to the exporter, whose export has not returned yet
         self._closed = False
 
     def _offer(self, item: Any) -> None:
         if self.sampled_only and not item.context.trace_flags.sampled:
             return
-        if self._queued >= self._yield_from:  # a hint, read unlocked
-            time.sleep(0)  # let the export thread take the GIL; never waits for the network
+        if self._queued >= self._yield_from and not self._stalled():  # hints, read unlocked
+            _give_way()
         with self._lock:
             if self._queued < self._max and not self._closed:
                 self._queued += 1
@@ -327,23 +361,52 @@ class _CountedQueue:
             self._on_dropped(lost, DROP_SHUTDOWN)
         return max(0, lost)
 
+    def count_sending(self) -> int:
+        """How many items are in an export that has not returned (counted once it does)."""
+        with self._lock:
+            return self._sending
+
+    def _stalled(self) -> bool:
+        since = self._sending_since
+        return since is not None and self._clock() - since > STALLED_EXPORT_S
+
     def _count_handed(self, count: int) -> None:
         with self._lock:
             self._queued -= count
+            self._sending += count
+            self._sending_since = self._clock()
+
+    def _count_returned(self, count: int) -> None:
+        with self._lock:
+            self._sending -= count
+            if not self._sending:
+                self._sending_since = None
 
     def _count_failed(self, count: int) -> None:
         self._on_dropped(count, DROP_EXPORT_FAILED)  # handed, so no longer queued: the counts hold
+
+
+def _give_way() -> None:
+    """Let the export thread take the GIL (it needs it to encode a batch)."""
+    time.sleep(0)
 
 
 class CountedBatchProcessor(_CountedQueue, SpanProcessor):
     """The SDK's batch span processor, with no span lost uncounted (see the module's docstring)."""
 
     def __init__(
-        self, exporter: SpanExporter, on_dropped: OnDropped, max_queue_size: int, max_export_batch_size: int
+        self,
+        exporter: SpanExporter,
+        on_dropped: OnDropped,
+        max_queue_size: int,
+        max_export_batch_size: int,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(on_dropped, max_queue_size, max_export_batch_size)
+        super().__init__(on_dropped, max_queue_size, max_export_batch_size, clock)
         self.batch = BatchSpanProcessor(
-            cast(SpanExporter, _Handing(exporter, self._count_handed, self._count_failed)),
+            cast(
+                SpanExporter, _Handing(exporter, self._count_handed, self._count_failed, self._count_returned)
+            ),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
@@ -369,7 +432,10 @@ class CountedLogProcessor(_CountedQueue, LogRecordProcessor):
     ) -> None:
         super().__init__(on_dropped, max_queue_size, max_export_batch_size)
         self.batch = BatchLogRecordProcessor(
-            cast(LogRecordExporter, _Handing(exporter, self._count_handed, self._count_failed)),
+            cast(
+                LogRecordExporter,
+                _Handing(exporter, self._count_handed, self._count_failed, self._count_returned),
+            ),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
         )
@@ -390,17 +456,19 @@ def _queue_of(batch: BatchSpanProcessor) -> Callable[[ReadableSpan], None]:
 
 class _Handing:
     """Tells the processor how many items (spans or events) each export takes off its queue, exports
-    them, and how many an export that did not succeed lost."""
+    them, says when the export returned, and how many an export that did not succeed lost."""
 
     def __init__(
         self,
         inner: SpanExporter | LogRecordExporter,
         on_handed: Callable[[int], None],
         on_failed: Callable[[int], None],
+        on_returned: Callable[[int], None],
     ) -> None:
         self.inner = inner
         self._on_handed = on_handed
         self._on_failed = on_failed
+        self._on_returned = on_returned
 
     def export(self, items: Sequence[Any]) -> Any:
         self._on_handed(len(items))
@@ -408,6 +476,7 @@ class _Handing:
         try:
             result = self.inner.export(items)
         finally:
+            self._on_returned(len(items))
             if result not in _EXPORTED:
                 self._on_failed(len(items))
         return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from telemetry.names import ENV_REDACT_ENV
@@ -82,6 +83,9 @@ _EMAIL = re.compile(
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])")
 _MIN_SECRET_CHARS = 8  # shorter env values would redact ordinary words
+# How far past the cut a long text is read: a secret that begins before the cut is still matched
+# whole (a PEM key, the longest, is some 6,500 characters, and is matched to the end of a text too).
+READ_PAST_CUT = 16_384
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,19 @@ class Redactor:
         return cls(_secret_values(environ, [*SECRET_ENV_VARS, *extra]), max_chars)
 
     def __call__(self, text: str) -> str:
-        return self.truncate(self.redact(text))
+        """`text` redacted and cut to `max_chars`. Of a long text only the head is read (`READ_PAST_CUT`
+        past the cut): the rest is cut anyway, and redacting all of a 5 MB tool result held the run
+        for seconds at each span that shows it. A head seen lately is not read again: each model
+        call's span shows the history again (`_content.messages_json`)."""
+        head = text[: self.max_chars + READ_PAST_CUT]
+        return _redacted(self, head, len(text) - len(head))
+
+    def redact_and_cut(self, head: str, unread: int = 0) -> str:
+        """`head` redacted and cut to `max_chars`, with `unread` characters after it left unread."""
+        shown = self.redact(head)
+        if not unread:
+            return self.truncate(shown)
+        return f"{shown[: self.max_chars]}...[truncated {len(shown) + unread - self.max_chars} chars]"
 
     def redact(self, text: str) -> str:
         """Every known secret value and every key-shaped string replaced (personal data too:
@@ -123,6 +139,10 @@ class Redactor:
         if len(text) <= self.max_chars:
             return text
         return f"{text[: self.max_chars]}...[truncated {len(text) - self.max_chars} chars]"
+
+
+# The heads of the texts of the last few spans, redacted: (redactor, head, unread) -> what they show
+_redacted = lru_cache(maxsize=256)(Redactor.redact_and_cut)  # at most some 5 MB of heads
 
 
 def redact_fields(value: Any, depth: int = 0, text: Callable[[str], str] | None = None) -> Any:

@@ -28,6 +28,7 @@ the SDK reads the process environment.
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import sys
@@ -35,7 +36,8 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from pathlib import Path
+from urllib.parse import SplitResult, urlsplit
 
 from opentelemetry import trace
 from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
@@ -51,10 +53,18 @@ from prometheus_client.exposition import choose_encoder
 
 from agent.errors import ConfigError
 from telemetry import names as n
-from telemetry._settings import check_given_to_the_sdk, check_logs_exporter, check_sdk_settings, int_env
+from telemetry._settings import (
+    check_booleans,
+    check_given_to_the_sdk,
+    check_logs_exporter,
+    check_sdk_settings,
+    int_env,
+)
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
+    EVENT_LOG,
     FILE_LOG,
+    SPAN_LOG,
     CountedBatchProcessor,
     CountedLogProcessor,
     CountingExporter,
@@ -76,12 +86,15 @@ CLOSE_MARGIN_S = 0.05  # of it, kept for counting what was lost and saying so
 DEFAULT_MAX_QUEUE_SIZE = 2048  # the SDK's defaults, when OTEL_BSP_* say nothing
 DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 REJECTIONS = "endstate_rejections"  # the attribute of an exporter whose answers are read (`Rejections`)
-_OTLP_LOGGERS = (  # the OTLP exporters log each failed or retried export: said once instead
+# The exporters log each failed or retried export: held back, and the latest said once, in the line
+# about their signal (spans, content events) only
+SPAN_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry.exporter.otlp.proto.http._log_exporter",
     "opentelemetry.exporter.otlp.proto.grpc.exporter",
     FILE_LOG.name,  # the offline span file's
+    SPAN_LOG.name,  # any span exporter's that raised
 )
+EVENT_LOGGERS = ("opentelemetry.exporter.otlp.proto.http._log_exporter", EVENT_LOG.name)
 
 
 @dataclass
@@ -129,6 +142,7 @@ class Telemetry:
         check_sdk_settings(os.environ)  # what the SDK reads; `environ` may add Endstate's own
         check_given_to_the_sdk(environ)
         check_logs_exporter(environ)  # Endstate's own reading, from `environ`
+        check_booleans(environ)  # OTEL_SDK_DISABLED too
         metrics = MetricsHooks(registry, pending)
         capture = capture_from_env(environ)
         exporter = (
@@ -182,7 +196,8 @@ class Telemetry:
         lost = self.spans.count_unsent()
         lost_events = self.events.count_unsent() if self.events else 0
         if self.delivery is not None and (lost or lost_events or not finished):
-            self.delivery.report(lost, None if finished else timeout_s, lost_events)
+            sending = self.spans.count_sending() + (self.events.count_sending() if self.events else 0)
+            self.delivery.report(lost, None if finished else timeout_s, lost_events, sending)
         return finished
 
     def _flush(self, timeout_ms: int) -> None:
@@ -204,28 +219,35 @@ class Delivery:
     and the latest reason they gave goes in this one line.
     """
 
-    def __init__(self, destination: str) -> None:
+    def __init__(self, destination: str, loggers: tuple[str, ...] = SPAN_LOGGERS) -> None:
         self.destination = _without_password(destination)
         self.said = False
         self._lock = threading.Lock()
+        self._loggers = loggers  # whose lines give the reason: the signal's exporters'
+        self._since = _HOLD_BACK.seen()  # a reason held back before is another telemetry's
         _hold_back_exporter_lines()
+
+    @property
+    def reason(self) -> str:
+        """The latest reason this signal's exporters gave since this telemetry was set up; "" if none."""
+        return _HOLD_BACK.latest(self._loggers, self._since)
 
     def failed(self, count: Callable[[str], None]) -> Callable[[str], None]:
         """`count`, and the one line the first time an export fails."""
 
         def on_failure(signal: str) -> None:
             count(signal)
-            self.say(f"export failed ({_HOLD_BACK.reason or 'no reason given'})")
+            self.say(f"export failed ({self.reason or 'no reason given'})")
 
         return on_failure
 
-    def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0) -> None:
-        """At close: the spans (and content events) that never left, and whether the close gave up waiting."""
-        why = _HOLD_BACK.reason or (
-            f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed"
-        )
+    def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0, sending: int = 0) -> None:
+        """At close: the spans (and content events) that never left, those in an export the close did
+        not see end (`sending`: lost too when the process exits), and whether the close gave up waiting."""
+        why = self.reason or (f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed")
         events = f" and {lost_events} events" if lost_events else ""
-        self.say(f"{why}; {lost} spans{events} never sent")
+        unsettled = f", {sending} more in an export that had not ended" if sending else ""
+        self.say(f"{why}; {lost} spans{events} never sent{unsettled}")
 
     def say(self, what: str) -> None:
         with self._lock:
@@ -242,7 +264,10 @@ class Delivery:
 
 def _without_password(url: str) -> str:
     """`url` with the password of a `user:password@` masked: the line goes to logs and terminals."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL (`http://[::1`): the exporter says so in the same line
+        return url
     if parts.password is None:
         return url
     user, _, host = parts.netloc.rpartition("@")
@@ -250,22 +275,35 @@ def _without_password(url: str) -> str:
 
 
 class _HoldBack(logging.Filter):
-    """Keeps the OTLP exporters' failure lines off the console; remembers the latest reason."""
+    """Keeps the exporters' failure lines off the console; remembers each logger's latest reason."""
 
-    reason = ""
+    def __init__(self) -> None:
+        super().__init__()
+        self._held = itertools.count(1)  # lines held back so far: orders the reasons
+        self._latest: dict[str, tuple[int, str]] = {}  # logger name: (its line's order, its reason)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.WARNING:
-            self.reason = " ".join(record.getMessage().split())[:200]
+            self._latest[record.name] = (next(self._held), " ".join(record.getMessage().split())[:200])
             return False
         return True
+
+    def seen(self) -> int:
+        """The order of the latest line held back (0: none yet)."""
+        return max((order for order, _ in self._latest.values()), default=0)
+
+    def latest(self, loggers: tuple[str, ...], since: int) -> str:
+        """The latest reason of `loggers`, held back after the line `since`; "" if none."""
+        found = [self._latest[name] for name in loggers if name in self._latest]
+        order, reason = max(found, default=(0, ""))
+        return reason if order > since else ""
 
 
 _HOLD_BACK = _HoldBack()
 
 
 def _hold_back_exporter_lines() -> None:
-    for name in _OTLP_LOGGERS:
+    for name in SPAN_LOGGERS + EVENT_LOGGERS:
         logger = logging.getLogger(name)
         if _HOLD_BACK not in logger.filters:
             logger.addFilter(_HOLD_BACK)
@@ -323,13 +361,27 @@ def _span_exporter(environ: Mapping[str, str], kind: str) -> SpanExporter | None
         return ConsoleSpanExporter(out=sys.stderr)
     if not _otlp_endpoint(environ):
         path = environ.get(n.ENV_TRACES_FILE, "").strip()
-        return JsonLinesExporter(path) if path else None
+        return JsonLinesExporter(_writable_file(path)) if path else None
     protocol = _protocol(environ, ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
     if protocol == "grpc":
         _check_grpc_endpoint(environ)
         return _grpc_exporter()
     _check_endpoint(environ)
     return _http_exporter()
+
+
+def _writable_file(path: str) -> str:
+    """`path`, when spans can be appended to it: a directory there, or none to make it in, or one
+    this process may not write, was found only at the first export, each span then lost."""
+    where = Path(path)
+    said = f"{n.ENV_TRACES_FILE}={path!r}"
+    if where.is_dir():
+        raise ConfigError(f"{said} is a directory: name a file in it, such as {where / 'traces.jsonl'}")
+    if not where.parent.is_dir():
+        raise ConfigError(f"{said}: the directory {str(where.parent)!r} does not exist; create it first")
+    if not os.access(where if where.exists() else where.parent, os.W_OK):
+        raise ConfigError(f"{said} cannot be written by this process: name a file it may write")
+    return path
 
 
 def _credential_provider(signal: str) -> bool:
@@ -397,7 +449,7 @@ def _logger_provider(
         )
         return None, None
     metrics.count_exports_of(n.SIGNAL_LOGS)
-    delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__)
+    delivery = Delivery(_otlp_endpoint(environ, _LOGS) or type(exporter).__name__, EVENT_LOGGERS)
     counting = CountingLogExporter(
         exporter,
         delivery.failed(metrics.record_export_failure),
@@ -432,6 +484,7 @@ def _log_exporter_from_env(environ: Mapping[str, str]) -> LogRecordExporter | No
             "and OTEL_EXPORTER_OTLP_LOGS_ENDPOINT to the collector's HTTP logs endpoint, such as "
             "http://collector:4318/v1/logs (spans may stay on gRPC)"
         )
+    _check_endpoint(environ, _LOGS)
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 
     if _credential_provider("LOGS"):
@@ -486,24 +539,39 @@ def _otlp_endpoint(environ: Mapping[str, str], signal: tuple[str, str] = _TRACES
     return base.rstrip("/") + path if base else ""
 
 
-def _check_endpoint(environ: Mapping[str, str]) -> None:
-    """An OTLP/HTTP endpoint that is no http(s) URL is named now, not found at the first export."""
-    for name in (ev.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ev.OTEL_EXPORTER_OTLP_ENDPOINT):
+def _check_endpoint(environ: Mapping[str, str], signal: tuple[str, str] = _TRACES) -> None:
+    """The OTLP/HTTP endpoint of `signal` (traces unless told) that is no http(s) URL (a port that is
+    no port among them) is named now, not found at the first export."""
+    for name in (signal[0], ev.OTEL_EXPORTER_OTLP_ENDPOINT):
         if given := environ.get(name, "").strip():
-            url = urlsplit(given)
-            if url.scheme not in ("http", "https") or not url.hostname or any(c.isspace() for c in given):
+            url = _url(given)
+            if url is None or url.scheme not in ("http", "https") or not url.hostname or _blank(given):
                 raise ConfigError(f"{name}={given!r} must be a URL such as http://collector:4318")
             return
+
+
+def _url(given: str) -> SplitResult | None:
+    """`given` split as a URL, None when it cannot be (`http://[::1`) or its port is no port (1-65535)."""
+    try:
+        url = urlsplit(given)
+        port = url.port
+    except ValueError:
+        return None
+    return None if port == 0 else url
+
+
+def _blank(given: str) -> bool:
+    return any(c.isspace() for c in given)
 
 
 def _check_grpc_endpoint(environ: Mapping[str, str]) -> None:
     """An OTLP/gRPC endpoint the exporter cannot dial (blanks in it, a scheme other than http, https
     or gRPC's own unix, an http(s) URL without a host) is named now, not found at the first export."""
     given, name = _grpc_endpoint(environ)
-    url = urlsplit(given)
-    web = url.scheme in ("http", "https")
-    if any(c.isspace() for c in given) or (
-        "://" in given and not (web and url.hostname) and url.scheme != "unix"
+    url = _url(given) if "://" in given else urlsplit("")
+    web = url is not None and url.scheme in ("http", "https")
+    if _blank(given) or (
+        "://" in given and not (web and url is not None and url.hostname) and not given.startswith("unix://")
     ):
         raise ConfigError(
             f"{name}={given!r} must be an address such as http://collector:4317 (https:// for TLS)"

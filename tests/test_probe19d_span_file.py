@@ -23,8 +23,10 @@ def test_an_unwritable_span_file_is_said_once_naming_the_file_and_why(
     for name in list(os.environ):
         if name.startswith("OTEL_"):
             monkeypatch.delenv(name)
-    path = tmp_path / "missing" / "traces.jsonl"
+    path = tmp_path / "gone" / "traces.jsonl"
+    path.parent.mkdir()
     telemetry = Telemetry.from_env({n.ENV_TRACES_FILE: str(path)}, registry=CollectorRegistry())
+    path.parent.rmdir()  # after the start (a missing directory then is refused: test_telemetry47_hostile)
     caplog.set_level(logging.WARNING)
     for _ in range(3):
         Agent("filed", ScriptedModel([[finish("done", "ok")]]), hooks=telemetry.hooks).run("go")
