@@ -297,9 +297,11 @@ class JsonLinesExporter(SpanExporter):
 
 
 OnDropped = Callable[[int, str], None]  # (count, reason)
-# An export in flight this long is stalled (a collector down, retried, or never answering), where
-# one of 512 spans beside a tight loop takes 55-120 ms: yielding for it buys nothing
-STALLED_EXPORT_S = 1.0
+# An export in flight this long is stalled (a collector down, retried, or never answering: the OTLP
+# exporters wait up to 10 s), where one of 512 spans beside a tight loop takes 55-120 ms: yielding for
+# it buys nothing. Well above a second: on a loaded machine an export still encoding its batch (which
+# needs the GIL the yields give it) can take over one, and spans would then be dropped, not sent.
+STALLED_EXPORT_S = 5.0
 _EXPORTED = (SpanExportResult.SUCCESS, LogRecordExportResult.SUCCESS)
 
 
