@@ -5,13 +5,17 @@ inbox, with the message that says how to fix it; a store that is really down sta
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from test_damaged47_support import drop_entry
+from test_durable47_damaged_journal import asked
+from test_runner_agents import catalog
 from test_service_defences import AUTH, TOKEN, Build, build  # noqa: F401 - the fixture
 
-from agent.durable.store import RunStatus, StoreError
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, StoreError, open_store
 from agent.durable.store.base import DamagedRun, UnreadableSnapshot
 from agent.service.http import status_of
 
@@ -64,3 +68,19 @@ def test_a_store_that_fails_is_still_a_503_and_a_damaged_run_a_409() -> None:
     assert status_of(StoreError("the store is down")) == 503
     assert status_of(UnreadableSnapshot("written by a newer Endstate")) == 503  # a rolling upgrade
     assert status_of(DamagedRun("run r: its journal entry 1 is missing")) == 409
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["a hole", "its end"])
+def test_both_stores_say_a_damaged_run_is_damaged_not_that_they_failed(
+    store_url: str, tmp_path: Path, last: bool
+) -> None:
+    """What the service maps to 409 is what each backend raises for either damage."""
+    run_id = asked(store_url, tmp_path / "damaged")
+    drop_entry(store_url, run_id, last)
+    runner = Runner(open_store(store_url), catalog())
+    try:
+        with pytest.raises(DamagedRun) as refused:
+            asyncio.run(runner.resume(run_id, "2"))
+        assert status_of(refused.value) == 409
+    finally:
+        runner.store.close()
