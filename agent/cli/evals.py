@@ -31,6 +31,7 @@ from agent.evals.limits import (
     suggest,
 )
 from agent.evals.limits import render as render_limits
+from agent.evals.loading import CATALOG_TIMEOUT, ENV_CATALOG_TIMEOUT, load_within
 from agent.evals.report import case_json, not_run, render, summarize
 from agent.evals.runner import ModelFactory, Outcome, merge_rounds, run_cases
 
@@ -62,7 +63,8 @@ def add_eval(sub: Any) -> None:
         default=os.environ.get(ENV_CATALOG) or None,
         metavar="MODULE:ATTR",
         help=f"where the agents of cases that name no catalog and no seed agent come from "
-        f"(default: ${ENV_CATALOG})",
+        f"(default: ${ENV_CATALOG}); one whose import hangs is given up after "
+        f"${ENV_CATALOG_TIMEOUT} seconds (default {CATALOG_TIMEOUT:g})",
     )
     p.add_argument("-j", "--jobs", type=int, default=1, help="cases run at once (default 1)")
     p.add_argument("--json", action="store_true", help="one JSON line per case, then a summary line")
@@ -161,9 +163,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def check_catalog(spec: str) -> None:
     """Refuse a catalog that cannot be loaded (a `ConfigError` saying why), even when no case takes
-    its agents from it: a mistyped `--catalog` was accepted while every case named a seed agent."""
+    its agents from it: a mistyped `--catalog` was accepted while every case named a seed agent. An
+    import that hangs is given up at its deadline (`load_within`)."""
     try:
-        load_catalog(spec).close()
+        load_within(spec.partition(":")[0], lambda: load_catalog(spec)).close()
     except ConfigError as exc:
         raise ConfigError(f"--catalog (or ${ENV_CATALOG}): {exc}") from exc
 

@@ -65,7 +65,15 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
-from agent.durable.store.base import ENDS_IT, PrunedRunId, answerer, column_text, damaged_run, when
+from agent.durable.store.base import (
+    ENDS_IT,
+    DamagedRun,
+    PrunedRunId,
+    answerer,
+    column_text,
+    damaged_run,
+    when,
+)
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import CompositeHooks, NoHooks, RunHooks, RunInfo, StartedBefore, guard
 from agent.journal import Answer, Approval, Denial, HumanReply, Journal, Stopped, reply_problem
@@ -423,7 +431,7 @@ class Runner:
         now = self.store.get(record.run_id)
         if now is None or (now.status, now.segments) != (record.status, record.segments):
             return snap  # it moved on meanwhile (another answer won): the claim says so
-        raise StoreError(
+        raise DamagedRun(
             f"run {record.run_id}: the stored question or pending call does not match the run's "
             f"journal; nothing was changed. {damaged_run(record.run_id)}"
         )

@@ -58,6 +58,7 @@ from agent.errors import ConfigError
 from agent.evals.deadline import MAX_TIMEOUT
 from agent.evals.fixtures import FIXTURES
 from agent.evals.judges import CHECKS, JUDGES, NOT_FOR_SUCCESS
+from agent.evals.loading import CatalogHangs, catalog_timeout, load_within
 from agent.evals.replay import CANCELLED, RecordedResult, Replay, block_of_case
 from agent.evals.scripts import scripts
 from agent.examples.scenarios import AGENTS
@@ -686,10 +687,13 @@ def _unknown_arguments(fn: Any, params: Mapping[str, Any]) -> str:
 
 def _import_judges_of(f: _Fields, catalog: str) -> None:
     """Import the module of a case's catalog, so the judges it registers with `@judge` beside its
-    agents are known: a team's own judge was refused as unknown, its module not yet imported."""
-    module = catalog.partition(":")[0]
+    agents are known: a team's own judge was refused as unknown, its module not yet imported. An
+    import that hangs is given up at its deadline (`load_within`)."""
+    module, seconds = catalog.partition(":")[0], catalog_timeout()
     try:
-        importlib.import_module(module)
+        load_within(module, lambda: importlib.import_module(module), seconds)
+    except CatalogHangs as exc:
+        raise f.error("catalog", str(exc)) from None
     except Exception as exc:  # a module that fails to import is the case's error, named as such
         problem = f"cannot import {module!r} for its judges: {type(exc).__name__}: {exc}"
         raise f.error("catalog", problem) from None

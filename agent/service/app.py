@@ -32,7 +32,8 @@ configured ones: a web page cannot rebind its own name to this service);
 Errors are `{"error": "..."}` with 400 (malformed, or a field the endpoint does
 not take), 401 (no valid token), 404 (unknown run or path), 405 (a method the
 path does not take), 408 (the body did not arrive in time), 409 (not waiting,
-or claimed by another worker), 413 (body too large), 421 (a host not served
+claimed by another worker, or damaged: its stored rows disagree, which no retry mends, and the
+message says how to fix it), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question), 429 (too many wrong tokens from
 this client address: `agent.service.throttle`, with Retry-After). None of them changes
 the store. A message that repeats what was sent (a name, a field, an id) is cut to its

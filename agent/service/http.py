@@ -15,7 +15,15 @@ from starlette.responses import JSONResponse
 
 from agent._valid import is_text
 from agent.durable.runner import AgentUnavailable, AnswerError
-from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
+from agent.durable.store import (
+    DamagedRun,
+    NotClaimable,
+    RunExists,
+    RunRecord,
+    RunStatus,
+    StoreError,
+    UnknownRun,
+)
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
 from agent.service.visible import shown_json
@@ -55,6 +63,7 @@ STATUS_OF: list[tuple[type[Exception], int]] = [
     (UnknownRun, 404),
     (NotClaimable, 409),
     (RunExists, 409),
+    (DamagedRun, 409),  # its stored rows disagree: no retry mends it, the message says what does
     (AnswerError, 422),
     (AgentUnavailable, 503),  # the deployment's catalog failed, not the request
     (ConfigError, 400),

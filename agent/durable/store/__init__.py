@@ -15,6 +15,7 @@ from pathlib import Path
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
     MAX_STORE_TIMEOUT,
+    DamagedRun,
     Lease,
     LeaseLost,
     NewRun,
@@ -38,6 +39,7 @@ ENV_STORE_TIMEOUT = "ENDSTATE_STORE_TIMEOUT"
 __all__ = [
     "DEFAULT_PATH",
     "DEFAULT_TIMEOUT",
+    "DamagedRun",
     "ENV_STORE",
     "ENV_STORE_TIMEOUT",
     "MAX_STORE_TIMEOUT",

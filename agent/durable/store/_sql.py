@@ -18,6 +18,7 @@ from agent.budget import Spent
 from agent.durable.store.base import (
     CUT_OBJECTS,
     CUT_TEXTS,
+    DamagedJournal,
     Lease,
     LeaseLost,
     Listing,
@@ -444,7 +445,7 @@ class SqlStore:
         )
         for i, row in enumerate(rows):
             if int(row["seq"]) != i:  # a journal with a hole is another run: never read it as one
-                raise UnreadableSnapshot(
+                raise DamagedJournal(
                     f"run {run_id}: its journal entry {i} is missing (the next is {row['seq']}); nothing "
                     f"was changed. {damaged_run(run_id)}"
                 )

@@ -62,7 +62,18 @@ class LeaseLost(StoreError, TakenOver):
 
 class UnreadableSnapshot(StoreError, SnapshotError):
     """A run's stored snapshot or journal cannot be read (edited by hand, damaged, or written by a
-    newer Endstate): the store's fault, not the caller's (a 503 over HTTP)."""
+    newer Endstate, which a retry on an upgraded host may read): a 503 over HTTP. A journal that lacks
+    an entry is a `DamagedJournal`, a 409."""
+
+
+class DamagedRun(StoreError):
+    """A run whose stored rows disagree with each other or lack a journal entry (edited by hand, or
+    a damaged store): no retry mends it, so it is no passing outage (a 409 over HTTP, not a 503). The
+    message says how to fix it (`damaged_run`)."""
+
+
+class DamagedJournal(DamagedRun, UnreadableSnapshot):
+    """A run's stored journal lacks an entry: a damaged run whose snapshot cannot be read."""
 
 
 class RunStatus(StrEnum):
