@@ -6,6 +6,7 @@ deadline and how to raise it."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -54,10 +55,10 @@ def hanging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[threadi
     (tmp_path / "damaged47_gate.py").write_text("import threading\n\nGATE = threading.Event()\n")
     (tmp_path / "damaged47_hangs.py").write_text(textwrap.dedent(HANGS))
     monkeypatch.syspath_prepend(str(tmp_path))
-    import damaged47_gate  # type: ignore[import-not-found]
+    made = importlib.import_module("damaged47_gate")  # made here: no module of a distribution
 
-    yield damaged47_gate.GATE
-    damaged47_gate.GATE.set()  # the hung import ends, and its thread with it
+    yield made.GATE
+    made.GATE.set()  # the hung import ends, and its thread with it
     for name in ("damaged47_gate", "damaged47_hangs"):
         sys.modules.pop(name, None)
 

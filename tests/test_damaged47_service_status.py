@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_damaged47_support import drop_entry
+from damaged_journals import drop_entry
 from test_durable47_damaged_journal import asked
 from test_runner_agents import catalog
 from test_service_defences import AUTH, TOKEN, Build, build  # noqa: F401 - the fixture

@@ -7,12 +7,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from damaged_journals import drop_entry
 from test_runner_agents import catalog, counted, counter_state
 
 from agent.clock import SystemClock
 from agent.durable.runner import Runner
 from agent.durable.store import StoreError, open_store
-from agent.durable.store._sql import ENTRIES, SqlStore
 from agent.result import StopReason
 
 
@@ -25,19 +25,6 @@ def asked(store_url: str, folder: Path) -> str:
         runner.store.close()
     assert result.reason is StopReason.NEED_HELP
     return result.run_id
-
-
-def drop_entry(store_url: str, run_id: str, last: bool) -> None:
-    """Delete one of the run's stored journal entries: the second, or the last."""
-    store = open_store(store_url)
-    try:
-        assert isinstance(store, SqlStore)
-        where = f"(SELECT MAX(seq) FROM {ENTRIES} WHERE run_id = ?)" if last else "1"
-        extra = (run_id,) if last else ()
-        deleted = store._count(f"DELETE FROM {ENTRIES} WHERE run_id = ? AND seq = {where}", (run_id, *extra))
-        assert deleted == 1
-    finally:
-        store.close()
 
 
 @pytest.mark.parametrize("last", [False, True], ids=["a hole", "its end"])

@@ -1,4 +1,4 @@
-"""Helpers of the damaged47 tests: a run's stored journal damaged as a hand edit would."""
+"""A run's stored journal damaged as a hand edit would (the damaged-journal tests' helper)."""
 
 from __future__ import annotations
 
