@@ -30,7 +30,8 @@ LISTS = f"{STORE}; {STORE_TIMEOUT}; {TEMPORAL}"
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
     "demo": f"{MODELS} (with --model); {OTEL} (the demo's default: .endstate/traces.jsonl)",
-    "eval": f"{MODELS} (with --model); ENDSTATE_CATALOG (the agents of cases that name no catalog)",
+    "eval": f"{MODELS} (with --model); ENDSTATE_CATALOG (the agents of cases that name no catalog), "
+    "ENDSTATE_CATALOG_TIMEOUT (seconds a catalog may take to load)",
     "limits": STORE,
     "limits suggest": STORE,
     "runs": LISTS,
