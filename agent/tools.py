@@ -663,10 +663,21 @@ class _Made:
     outcome: ToolOutcome
 
 
-def _made(value: Any) -> Any:
-    """On a sync tool's worker thread, before the call returns: its value's outcome; a coroutine (an
-    async def behind a plain def) as it is, for the loop to run."""
+def _made(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """A sync tool's call on its worker thread, with its outcome made there before the call returns:
+    its value written, or its error said (an exception's `__str__` is the tool's code too). A
+    coroutine (an async def behind a plain def) comes as it is, for the loop to run; what the loop
+    must judge (a cancellation, an interrupt, a bad block, a StopIteration) is raised as it was."""
+    try:
+        value = fn(**kwargs)
+    except (Exception, SystemExit) as exc:
+        if isinstance(exc, _JUDGED_ON_THE_LOOP):
+            raise
+        return _Made(_failed(exc))
     return value if inspect.iscoroutine(value) else _Made(_outcome(value))
+
+
+_JUDGED_ON_THE_LOOP = (StopIteration, ContentError)
 
 
 async def _outcome_of(work: Awaitable[Any]) -> ToolOutcome:
@@ -794,15 +805,17 @@ _LEFT_BEHIND: list[Coroutine[Any, Any, Any]] = []  # tools that ignored every wa
 
 
 async def _in_daemon_thread(
-    fn: Callable[..., Any], kwargs: dict[str, Any], then: Callable[[Any], Any] | None = None
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    call: Callable[[Callable[..., Any], dict[str, Any]], Any] | None = None,
 ) -> Any:
     """Run a sync tool off the event loop on a daemon worker thread, in a copy of the caller's
-    context variables (as `asyncio.to_thread`: the run's span, a request id); `then`, when given,
-    takes its value on that thread, and what it returns is the result.
+    context variables (as `asyncio.to_thread`: the run's span, a request id); `call(fn, kwargs)`,
+    when given, makes the call there instead of `fn(**kwargs)` (`_made`: the value's outcome too).
 
     Daemon threads, not the default executor: a tool that hangs forever must
     not keep the process from exiting once its run has moved on. A host may
-    carry the call out itself (`ToolHost.offload`): its value comes as it is, `then` not applied.
+    carry the call out itself (`ToolHost.offload`): its value comes as it is, `call` not used.
     """
     if _host is not None and (hosted := _host.offload(fn, kwargs)) is not None:
         return await hosted
@@ -818,11 +831,8 @@ async def _in_daemon_thread(
 
     def job() -> Callable[[], object]:
         try:
-            value = context.run(fn, **kwargs)
-            outcome: tuple[Callable[[Any], None], Any] = (
-                future.set_result,
-                value if then is None else context.run(then, value),
-            )
+            value = context.run(fn, **kwargs) if call is None else context.run(call, fn, kwargs)
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, value)
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (future.set_exception, _Carried(exc) if isinstance(exc, _UNCARRIED) else exc)
         return functools.partial(_deliver, loop, settle, outcome)

@@ -193,3 +193,40 @@ def test_a_run_whose_tool_returns_a_value_that_never_writes_ends_with_a_reason(r
     assert result.reason is StopReason.SUCCESS
     seen = model.requests[1].messages[-1]["content"][0]
     assert (seen["is_error"], seen["content"]) == (True, "Error: tool 'report' timed out after 0.5 s.")
+
+
+def test_a_sync_tools_exception_whose_message_hangs_times_out_as_the_tool(release) -> None:
+    """An exception's `__str__` is the tool's code too: said on the worker thread, within the bound."""
+
+    class Unsayable(Exception):
+        def __str__(self) -> str:
+            release.wait(WAY_OUT)
+            return "said at last"
+
+    @tool(timeout=0.5)
+    def explode() -> str:
+        """Fail."""
+        raise Unsayable
+
+    outcome = asyncio.run(execute(explode, {}, ctx()))
+    assert (outcome.is_error, outcome.error_type) == (True, "timeout")
+
+
+@pytest.mark.parametrize(
+    ("error", "text", "kind"),
+    [
+        (ValueError("no header row"), "Error: ValueError: no header row", "ValueError"),
+        (SystemExit(3), "Error: SystemExit: 3", "SystemExit"),
+        (StopIteration(), "Error: RuntimeError: function raised StopIteration", "RuntimeError"),
+    ],
+    ids=["ValueError", "SystemExit", "StopIteration"],
+)
+def test_a_sync_tools_exception_is_said_as_before(error: BaseException, text: str, kind: str) -> None:
+    @tool
+    def explode() -> str:
+        """Fail."""
+        raise error
+
+    outcome = asyncio.run(execute(explode, {}, ctx()))
+    assert (outcome.is_error, outcome.error_type) == (True, kind)
+    assert outcome.text.startswith(text)
