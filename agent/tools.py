@@ -21,7 +21,17 @@ from typing import Any, Protocol
 
 from agent._frozen import cached, fast_init
 from agent._valid import is_number, is_text
-from agent.content import Block, ContentError, blocks_of, text_of
+from agent.content import (
+    Block,
+    ContentError,
+    Document,
+    Image,
+    SearchResult,
+    ToolOutput,
+    ToolReference,
+    blocks_of,
+    text_of,
+)
 from agent.context import RunContext
 from agent.errors import ConfigError
 from agent.text import written
@@ -495,12 +505,12 @@ async def execute(
         return _budget_cut(tool_, started=False)
     try:
         if not tool_.is_async:
-            value = await _bounded(_in_daemon_thread(tool_.fn, kwargs), seconds)
-            if inspect.iscoroutine(value):  # an async def behind a plain def (a decorator): run it too
-                value = await _bounded(driven(value, tool_.cleanup_seconds), seconds)
-            return _outcome(value)
+            return await _sync_call(tool_, kwargs, seconds)
         done, value = _first_step(tool_.fn(**kwargs), seconds, tool_.cleanup_seconds)
-        return _outcome(value if done else await value)
+        if not done:
+            return await value  # type: ignore[no-any-return]
+        quick = _quick(value)
+        return quick if quick is not None else await _bounded(_written(value), seconds)
     except ContentError as exc:  # a bad block, made in the tool or found in what it returned
         return ToolOutcome(
             f"Error: tool {tool_.name!r} returned a content block the API would refuse: {exc}",
@@ -513,6 +523,18 @@ async def execute(
         return ToolOutcome(f"Error: tool {tool_.name!r} timed out after {seconds:g} s.", True, "timeout")
     except BaseException as exc:  # a tool's failure, even SystemExit, is data for the model
         return _failed(exc)
+
+
+async def _sync_call(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> ToolOutcome:
+    """A sync tool's call on a worker thread, which makes its outcome too (`_made`), both within
+    `seconds`."""
+    got = await _bounded(_in_daemon_thread(tool_.fn, kwargs, _made), seconds)
+    if type(got) is _Made:  # the usual call
+        return got.outcome
+    if inspect.iscoroutine(got):  # an async def behind a plain def (a decorator): run it too
+        return await _bounded(_outcome_of(driven(got, tool_.cleanup_seconds)), seconds)
+    quick = _quick(got)  # a host carried the call out: its value as it is
+    return quick if quick is not None else await _bounded(_written(got), seconds)
 
 
 def _failed(exc: BaseException) -> ToolOutcome:
@@ -574,7 +596,10 @@ def _outcome(value: Any) -> ToolOutcome:
     """What a tool returned: a string as it is; content blocks (agent.content) as they are, with their
     text; any other value as JSON when it can be (its own `repr` when not: a tuple key, a cycle).
     The tool ran: its value is never an error (but a content block the API would refuse). A host's
-    outcome (`ToolHost.outcome`) is taken as it is."""
+    outcome (`ToolHost.outcome`) is taken as it is.
+
+    Writing a value may run the tool's own code (a `__str__`, a dict subclass's `items`), which may
+    hang: so, unless `_quick` makes it, it is made on a worker thread within the call's bound."""
     if _host is not None and (hosted := _host.outcome(value)) is not None:
         return hosted
     if isinstance(value, str):  # a subclass as a plain copy: its own methods are never called
@@ -585,6 +610,88 @@ def _outcome(value: Any) -> ToolOutcome:
         return ToolOutcome(json.dumps(value, default=str))
     except Exception:  # not JSON (a tuple key, a cycle), or its `__str__` raised
         return ToolOutcome(written(value))
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+_CONTAINERS = frozenset({dict, list, tuple})
+MOST_QUICK_ITEMS = 1_000  # a plain value with more items is written on a worker thread, off the loop
+
+
+def _quick(value: Any) -> ToolOutcome | None:
+    """`_outcome(value)` when making it runs none of the tool's own code, so the event loop may make
+    it: a host's outcome, text, or plain JSON (built-in scalars in built-in dicts, lists and tuples, no
+    subclass, up to `MOST_QUICK_ITEMS` items); else None, for `_written` to make on a worker thread."""
+    if _host is not None and (hosted := _host.outcome(value)) is not None:
+        return hosted
+    if isinstance(value, str):  # a subclass as a plain copy: its own methods are never called
+        return ToolOutcome(value if type(value) is str else str.__str__(value))
+    if type(value) is ToolOutput and all(type(b) in _EXACT_BLOCKS for b in value.blocks):
+        return _outcome(value)  # checked when made; a Temporal workflow's tools return them (no threads)
+    if not _plain(value):
+        return None
+    try:
+        return ToolOutcome(json.dumps(value, default=str))  # `default` meets bytes only
+    except Exception:  # a tuple key, a cycle, an int too long to write: as `_outcome` does
+        return ToolOutcome(written(value))
+
+
+_EXACT_BLOCKS = frozenset({str, Image, Document, SearchResult, ToolReference})
+
+
+def _plain(value: Any) -> bool:
+    """Whether `value` is plain JSON of built-in types only, with at most `MOST_QUICK_ITEMS` items."""
+    if type(value) in _SCALARS:
+        return True
+    left, items = [value], 0
+    while left:
+        item = left.pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind not in _CONTAINERS or (items := items + 1 + len(item)) > MOST_QUICK_ITEMS:
+            return False
+        left.extend(item)
+        if kind is dict:
+            left.extend(item.values())
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Made:
+    """A sync tool's outcome, made on its worker thread (see `_made`)."""
+
+    outcome: ToolOutcome
+
+
+def _made(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """A sync tool's call on its worker thread, with its outcome made there before the call returns:
+    its value written, or its error said (an exception's `__str__` is the tool's code too). A
+    coroutine (an async def behind a plain def) comes as it is, for the loop to run; what the loop
+    must judge (a cancellation, an interrupt, a bad block, a StopIteration) is raised as it was."""
+    try:
+        value = fn(**kwargs)
+    except (Exception, SystemExit) as exc:
+        if isinstance(exc, _JUDGED_ON_THE_LOOP):
+            raise
+        return _Made(_failed(exc))
+    return value if inspect.iscoroutine(value) else _Made(_outcome(value))
+
+
+_JUDGED_ON_THE_LOOP = (StopIteration, ContentError)
+
+
+async def _outcome_of(work: Awaitable[Any]) -> ToolOutcome:
+    """The outcome of `work`'s value, made as `_written` makes it: under the same bound as `work`."""
+    value = await work
+    quick = _quick(value)
+    return quick if quick is not None else await _written(value)
+
+
+async def _written(value: Any) -> ToolOutcome:
+    """`_outcome(value)` made on a worker thread: the event loop goes on meanwhile, and the call's
+    bound (around this) cuts a writing that hangs as it cuts a tool."""
+    outcome: ToolOutcome = await _in_daemon_thread(_outcome, {"value": value})
+    return outcome
 
 
 def _budget_cut(tool_: Tool, started: bool) -> ToolOutcome:
@@ -598,15 +705,16 @@ def _first_step(
 ) -> tuple[bool, Any]:
     """An async tool's coroutine run up to its first wait when it has a deadline: (True, its value)
     when it returned before it waited on anything (no timer needed: nothing could cut it short),
-    else (False, what to await for its value, bounded by `seconds`). With no deadline, what to await
-    is the coroutine driven so that the run's own cancellation still ends it (`driven`)."""
+    else (False, what to await for its outcome, the value's writing too bounded by `seconds`). With
+    no deadline, what to await is the coroutine driven so that the run's own cancellation still ends
+    it (`driven`)."""
     if seconds is None:
-        return False, driven(coro, grace)
+        return False, _outcome_of(driven(coro, grace))
     try:
         waiting = coro.send(None)
     except StopIteration as done:
         return True, done.value
-    return False, _bounded(_Rest(coro, waiting, grace), seconds)
+    return False, _bounded(_outcome_of(_Rest(coro, waiting, grace)), seconds)
 
 
 async def driven(coro: Coroutine[Any, Any, Any], grace: float = CLEANUP_GRACE) -> Any:
@@ -696,13 +804,18 @@ class _Grace:
 _LEFT_BEHIND: list[Coroutine[Any, Any, Any]] = []  # tools that ignored every way to stop them
 
 
-async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+async def _in_daemon_thread(
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    call: Callable[[Callable[..., Any], dict[str, Any]], Any] | None = None,
+) -> Any:
     """Run a sync tool off the event loop on a daemon worker thread, in a copy of the caller's
-    context variables (as `asyncio.to_thread`: the run's span, a request id).
+    context variables (as `asyncio.to_thread`: the run's span, a request id); `call(fn, kwargs)`,
+    when given, makes the call there instead of `fn(**kwargs)` (`_made`: the value's outcome too).
 
     Daemon threads, not the default executor: a tool that hangs forever must
     not keep the process from exiting once its run has moved on. A host may
-    carry the call out itself (`ToolHost.offload`).
+    carry the call out itself (`ToolHost.offload`): its value comes as it is, `call` not used.
     """
     if _host is not None and (hosted := _host.offload(fn, kwargs)) is not None:
         return await hosted
@@ -718,7 +831,8 @@ async def _in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> A
 
     def job() -> Callable[[], object]:
         try:
-            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, context.run(fn, **kwargs))
+            value = context.run(fn, **kwargs) if call is None else context.run(call, fn, kwargs)
+            outcome: tuple[Callable[[Any], None], Any] = (future.set_result, value)
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (future.set_exception, _Carried(exc) if isinstance(exc, _UNCARRIED) else exc)
         return functools.partial(_deliver, loop, settle, outcome)

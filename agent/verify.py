@@ -377,7 +377,12 @@ async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> lis
     scope = asyncio.timeout(left if by_limit else own)
     try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
         async with scope:
-            return reasons_of(verifier, await _settled(_in_daemon_thread(check, {})))
+            value = await _settled(_in_daemon_thread(check, {}))
+            if (plain := _plain_reasons(value)) is not None:
+                return plain
+            # a value of the verifier's own type: its `__iter__` or `__repr__` runs, off the loop
+            reasons: list[str] = await _in_daemon_thread(reasons_of, {"verifier": verifier, "value": value})
+            return reasons
     except TimeoutError:
         if not scope.expired():
             raise  # the verifier's own TimeoutError: it raised, as any other exception
@@ -396,8 +401,8 @@ def checked_in_thread(verifier: Verifier, check: Callable[[], Any]) -> list[str]
     context = contextvars.copy_context()
 
     def job() -> None:
-        try:
-            outcome.append((True, context.run(check)))
+        try:  # its reasons read here too: a value of its own type (a list subclass) runs its own code
+            outcome.append((True, reasons_of(verifier, context.run(check))))
         except BaseException as exc:  # handed to the caller
             outcome.append((False, exc))
 
@@ -410,7 +415,8 @@ def checked_in_thread(verifier: Verifier, check: Callable[[], Any]) -> list[str]
     [(returned, value)] = outcome
     if not returned:
         raise value
-    return reasons_of(verifier, value)
+    reasons: list[str] = value
+    return reasons
 
 
 async def _settled(work: Any) -> Any:
@@ -422,6 +428,14 @@ async def _settled(work: Any) -> Any:
     if inspect.iscoroutine(value):
         return await driven(value)
     return await value if inspect.isawaitable(value) else value
+
+
+def _plain_reasons(value: Any) -> list[str] | None:
+    """`reasons_of(value)` when reading it runs no code of the verifier's: a built-in list or tuple of
+    built-in strings; else None."""
+    if type(value) in (list, tuple) and all(type(r) is str for r in value):
+        return list(value)
+    return None
 
 
 def reasons_of(verifier: Verifier, value: Any) -> list[str]:
