@@ -823,15 +823,12 @@ async def _in_daemon_thread(
     context = contextvars.copy_context()
     future: asyncio.Future[Any] = loop.create_future()
 
-    def settle(setter: Callable[[Any], None], value: Any) -> None:
-        if not future.done():
-            setter(value)
-        elif inspect.iscoroutine(value):  # the caller moved on (cancelled): it is never awaited
-            value.close()
+    settle = functools.partial(_settle, future)
 
     def job() -> Callable[[], object]:
         try:
             value = context.run(fn, **kwargs) if call is None else context.run(call, fn, kwargs)
+            value = _Handed(value) if inspect.iscoroutine(value) else value
             outcome: tuple[Callable[[Any], None], Any] = (future.set_result, value)
         except BaseException as exc:  # handed to the awaiting coroutine
             outcome = (future.set_exception, _Carried(exc) if isinstance(exc, _UNCARRIED) else exc)
@@ -852,15 +849,45 @@ async def _in_daemon_thread(
         raise exc from None
 
 
+def _settle(future: asyncio.Future[Any], setter: Callable[[Any], None], value: Any) -> None:
+    """On the event loop: a worker's outcome to the future awaiting it, unless that moved on."""
+    if isinstance(value, _Handed):
+        value = value.take()
+    if not future.done():
+        setter(value)
+    elif inspect.iscoroutine(value):  # the caller moved on (cancelled): it is never awaited
+        value.close()
+
+
 def _deliver(loop: asyncio.AbstractEventLoop, settle: Callable[..., None], outcome: tuple[Any, Any]) -> None:
     """Hand a worker's outcome to the event loop that awaits it; a coroutine no loop will take (it closed
     while the tool ran: its run ended) is closed, never left to warn "never awaited" in later code."""
     try:
         loop.call_soon_threadsafe(settle, *outcome)
     except RuntimeError:
-        if inspect.iscoroutine(outcome[1]):
-            outcome[1].close()
+        if isinstance(outcome[1], _Handed):
+            outcome[1].take().close()
         raise
+
+
+class _Handed:
+    """A coroutine on its way from a worker thread to the event loop. A loop that closes after the
+    delivery was scheduled drops it unrun (`close()` clears its callbacks): the coroutine is then
+    closed as this is collected, never left to warn "never awaited" in later code."""
+
+    __slots__ = ("_coro",)
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self._coro: Coroutine[Any, Any, Any] | None = coro
+
+    def take(self) -> Coroutine[Any, Any, Any]:
+        coro, self._coro = self._coro, None
+        assert coro is not None, "a handed coroutine is taken once"
+        return coro
+
+    def __del__(self) -> None:
+        if self._coro is not None:
+            self._coro.close()
 
 
 def _close_late(future: asyncio.Future[Any]) -> None:
@@ -918,6 +945,7 @@ class _DaemonWorkers:
                 self._idle += 1
             with contextlib.suppress(RuntimeError):  # the loop closed while the tool hung
                 deliver()
+            del deliver  # what it hands over lives no longer than the loop keeps it (`_Handed`)
 
 
 _WORKERS = _DaemonWorkers()
