@@ -1,4 +1,5 @@
-"""Servers that hang without closing, for the store's timeout tests (no tests here).
+"""Things that hang, for timeout tests (no tests here): servers that hang without closing, and a
+module whose import hangs (`hanging_import`).
 
 `SilentServer` accepts TCP connections on a free loopback port and never says a word: a database
 process that froze, or a load balancer with nothing behind it. `FreezableProxy` forwards a port
@@ -11,9 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import socket
+import sys
+import textwrap
 import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 class SilentServer:
@@ -122,3 +130,22 @@ class FreezableProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def hanging_import(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, gate: str
+) -> Iterator[threading.Event]:
+    """Modules written to `folder` (put on `sys.path`): `gate`, which holds `GATE`, and `module`, of
+    `source`, which waits on `{gate}.GATE` as it is imported. Yields that gate; on the way out it opens
+    it (the hung import ends, and its thread with it) and forgets both modules."""
+    (folder / f"{gate}.py").write_text("import threading\n\nGATE = threading.Event()\n")
+    (folder / f"{module}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(folder))
+    made = importlib.import_module(gate)  # made here: no module of a distribution
+    try:
+        yield made.GATE
+    finally:
+        made.GATE.set()
+        for name in (gate, module):
+            sys.modules.pop(name, None)

@@ -6,7 +6,6 @@ deadline and how to raise it."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hang import hanging_import
 
 from agent.errors import ConfigError
 from agent.evals.case import CaseError, load_file
@@ -52,15 +52,8 @@ cases:
 @pytest.fixture
 def hanging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """A module `damaged47_hangs` whose import waits on the returned gate."""
-    (tmp_path / "damaged47_gate.py").write_text("import threading\n\nGATE = threading.Event()\n")
-    (tmp_path / "damaged47_hangs.py").write_text(textwrap.dedent(HANGS))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    made = importlib.import_module("damaged47_gate")  # made here: no module of a distribution
-
-    yield made.GATE
-    made.GATE.set()  # the hung import ends, and its thread with it
-    for name in ("damaged47_gate", "damaged47_hangs"):
-        sys.modules.pop(name, None)
+    with hanging_import(tmp_path, monkeypatch, "damaged47_hangs", HANGS, gate="damaged47_gate") as gate:
+        yield gate
 
 
 def test_a_case_file_whose_catalog_import_hangs_is_refused_at_the_deadline(

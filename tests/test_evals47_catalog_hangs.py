@@ -8,14 +8,12 @@ times out at its deadline, and the eval ends with their outcomes."""
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
-import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hang import hanging_import
 
 from agent.evals.case import load_file
 from agent.evals.runner import Outcome, run_cases
@@ -47,15 +45,9 @@ CASE = """
 
 @pytest.fixture
 def gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
-    (tmp_path / "evals47_gate.py").write_text("import threading\n\nGATE = threading.Event()\n")
-    (tmp_path / "evals47_slow.py").write_text(textwrap.dedent(SLOW))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    made = importlib.import_module("evals47_gate")  # made here: no module of a distribution
-
-    yield made.GATE
-    made.GATE.set()  # the hung import ends, and its thread with it
-    for name in ("evals47_gate", "evals47_slow"):
-        sys.modules.pop(name, None)
+    """A module `evals47_slow` whose import waits on the returned gate."""
+    with hanging_import(tmp_path, monkeypatch, "evals47_slow", SLOW, gate="evals47_gate") as made:
+        yield made
 
 
 def test_an_eval_whose_catalog_import_hangs_ends_with_every_case_timed_out(
