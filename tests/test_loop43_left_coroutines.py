@@ -15,6 +15,7 @@ import inspect
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from agent import Agent, StopReason, tool
@@ -84,20 +85,29 @@ def test_a_run_cancelled_at_any_step_leaves_no_verifier_coroutine_unawaited() ->
     assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
+async def _later() -> str:
+    return "x"
+
+
+def _hands_back(release: threading.Event, made: list[Any]) -> Callable[[], Any]:
+    """A plain-def function that, once `release` is set, makes a coroutine, keeps it in `made` and
+    returns it (to the loop that awaits it, if any still does)."""
+
+    def slow() -> Any:
+        release.wait(10)
+        made.append(_later())
+        return made[0]
+
+    return slow
+
+
 def test_a_coroutine_handed_back_after_the_event_loop_closed_is_closed() -> None:
     """A plain-def function that returns a coroutine once its run's event loop has closed (the run was
     cancelled and `asyncio.run` ended while the worker thread still ran): the coroutine was dropped with
     the delivery, and garbage collection warned "never awaited" later, in whatever code ran then."""
     made: list[Any] = []
     release = threading.Event()
-
-    async def later() -> str:
-        return "x"
-
-    def slow() -> Any:
-        release.wait(10)
-        made.append(later())
-        return made[0]
+    slow = _hands_back(release, made)
 
     async def main() -> None:
         task = asyncio.ensure_future(_in_daemon_thread(slow, {}))
@@ -119,17 +129,10 @@ def test_a_coroutine_whose_delivery_the_closing_loop_drops_is_closed() -> None:
     """The worker handed its coroutine to the loop (`call_soon_threadsafe`) while the loop still ran,
     but the loop closed before it ran that callback (`asyncio.run` ending after a cancel): `close()`
     drops its callbacks, and the coroutine with them warned "never awaited" (a verifier's, in 2 of 40
-    runs of the test above on a loaded machine)."""
+    runs of `test_a_run_cancelled_at_any_step_leaves_no_verifier_coroutine_unawaited` under load)."""
     made: list[Any] = []
     release = threading.Event()
-
-    async def later() -> str:
-        return "x"
-
-    def slow() -> Any:
-        release.wait(10)
-        made.append(later())
-        return made[0]
+    slow = _hands_back(release, made)
 
     loop = asyncio.new_event_loop()
     try:
