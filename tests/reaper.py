@@ -9,6 +9,8 @@ run's process group. `Reaper` covers those: a small watchdog process, in a sessi
 this process holds. When the test process dies, for any reason, the pipe reaches its end and the
 watchdog stops the server: it signals the processes named, runs the commands given (`pg_ctl stop`)
 and removes the folders. `Reaper.done()`, once the fixture stopped the server itself, lets it go.
+A process is signalled only while its start time is the one it had when named: process ids come
+round again (32,768 of them here), and a run of tests starts many processes.
 
     reaper = Reaper(pids=[proc.pid])
     ...
@@ -30,21 +32,27 @@ import json, os, shutil, signal, subprocess, sys, time
 spec = json.loads(sys.argv[1])
 if sys.stdin.read().strip() == "done":
     sys.exit(0)
-for pid in spec["pids"]:
+def started(pid):
     try:
-        os.kill(pid, signal.SIGTERM)
-    except OSError:
-        pass
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+def signal_it(pid, start, sig):
+    if started(pid) == start:  # the same process, not a later one given its id
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+for pid, start in spec["pids"]:
+    signal_it(pid, start, signal.SIGTERM)
 for argv in spec["run"]:
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
 deadline = time.monotonic() + 10
-for pid in spec["pids"]:
-    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
+for pid, start in spec["pids"]:
+    while time.monotonic() < deadline and started(pid) == start:
         time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    signal_it(pid, start, signal.SIGKILL)
 for path in spec["remove"]:
     shutil.rmtree(path, ignore_errors=True)
 """
@@ -56,7 +64,8 @@ class Reaper:
     def __init__(
         self, pids: Sequence[int] = (), run: Sequence[Sequence[str]] = (), remove: Sequence[str] = ()
     ) -> None:
-        spec = {"pids": list(pids), "run": [list(a) for a in run], "remove": list(remove)}
+        named = [[pid, start_time(pid)] for pid in pids]
+        spec = {"pids": named, "run": [list(a) for a in run], "remove": list(remove)}
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _WATCH, json.dumps(spec)],
             stdin=subprocess.PIPE,
@@ -75,3 +84,13 @@ class Reaper:
                 pass
         with contextlib.suppress(subprocess.TimeoutExpired):  # it ends once it has read "done"
             self._proc.wait(timeout=30)
+
+
+def start_time(pid: int) -> str | None:
+    """When process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat); None when
+    it is gone. The name is left out first: it may hold spaces and parentheses."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None

@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -51,7 +52,10 @@ def temporal_cli() -> str:
 
 class TemporalServer:
     """`temporal server start-dev --headless` on 127.0.0.1; `address` is HOST:PORT. A subclass
-    changes the server's settings through `extra_args` (more `start-dev` options)."""
+    changes the server's settings through `extra_args` (more `start-dev` options).
+
+    Its log (errors only) goes to a file, never to a pipe nobody reads (a full pipe would stall the
+    server); `died` says how a server that exited without `stop` ended, with the log's end."""
 
     extra_args: tuple[str, ...] = ()
 
@@ -68,7 +72,11 @@ class TemporalServer:
             "--port", str(self.port), "--http-port", str(http), "--metrics-port", str(metrics),
             "--log-level", "error", *self.extra_args,
         ]  # fmt: skip
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the server's log until `stop`
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, env=os.environ
+        )
+        self._stopped = False
         self._reaper = Reaper(pids=[self.proc.pid])  # stops it if this process dies without `stop`
         self._wait_ready()
         return self.proc
@@ -78,7 +86,7 @@ class TemporalServer:
         until = time.monotonic() + timeout
         while time.monotonic() < until:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                err = self.log_tail()
                 self.stop()
                 if port_clash(err):
                     raise PortTaken(err.strip()[-500:])
@@ -98,7 +106,24 @@ class TemporalServer:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         return done.returncode == 0 and "SERVING" in done.stdout
 
+    def log_tail(self, size: int = 4000) -> str:
+        """The end of the server's log."""
+        self._log.seek(0, os.SEEK_END)
+        self._log.seek(max(0, self._log.tell() - size))
+        return self._log.read().decode(errors="replace")
+
+    def died(self) -> str | None:
+        """How the server ended when it exited on its own, before any `stop`: its exit code or signal
+        and its log's end; None while it runs, and once `stop` was called."""
+        code = self.proc.poll()
+        if code is None or self._stopped:
+            return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        log = self.log_tail()
+        return f"the temporal server on {self.address} ended on its own ({how}); its log ends:\n{log}"
+
     def stop(self) -> None:
+        self._stopped = True
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -106,8 +131,7 @@ class TemporalServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc.stderr:
-            self.proc.stderr.close()
+        self._log.close()
         self._reaper.done()
 
 
@@ -134,7 +158,10 @@ def temporal_fixture(scope: str = "module", make: Callable[[], TemporalServer] |
     def temporal() -> Iterator[TemporalServer]:
         server = (make or TemporalServer)()
         yield server
+        died = server.died()  # a test that failed to reach it shows why here
         server.stop()
+        if died:
+            pytest.fail(died, pytrace=False)
 
     return temporal
 

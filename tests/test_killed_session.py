@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+import reaper
 
 HERE = Path(__file__).parent
 PYTEST = str(Path(sys.executable).parent / "pytest")
@@ -55,6 +56,25 @@ def test_a_killed_test_session_leaves_no_server_running(
         assert _gone(lambda port=port: not _listening(port)), f"port {port} still served after {sig.name}"
     for folder in held["folders"]:
         assert _gone(lambda f=folder: not Path(f).exists()), f"{folder} still there after {sig.name}"
+
+
+@pytest.mark.parametrize("same", [True, False], ids=["the-process-named", "another-given-its-id"])
+def test_a_reaper_signals_the_process_it_was_named_not_a_later_one_with_its_id(same: bool) -> None:
+    # Was: the watchdog signalled a bare process id; ids come round again (32,768 here), so a reaper
+    # that fires late could stop another test's server that was given the dead one's id.
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        start = reaper.start_time(other.pid) if same else "1"  # "1": a process started at boot's tick
+        spec = {"pids": [[other.pid, start]], "run": [], "remove": []}
+        argv = [sys.executable, "-c", reaper._WATCH, json.dumps(spec)]
+        watchdog = subprocess.Popen(argv, stdin=subprocess.PIPE)
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()  # the test process "died" without `done`
+        assert watchdog.wait(timeout=30) == 0
+        assert (other.wait(timeout=15) if same else other.poll()) == (-signal.SIGTERM if same else None)
+    finally:
+        other.kill()
+        other.wait()
 
 
 def _start_session(report: Path, log: Path, workers: int) -> subprocess.Popen[bytes]:
