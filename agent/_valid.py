@@ -39,3 +39,15 @@ def is_finite_number(value: object) -> TypeGuard[int | float]:
         return is_number(value) and math.isfinite(value)
     except OverflowError:
         return False
+
+
+def seconds_in(value: object, most: float, zero: bool = False) -> float | None:
+    """`value` (a number, or text such as a variable holds) as seconds above 0 (from 0 with `zero`)
+    and at most `most`; None when it is no such number (a bool, NaN and the infinities are not)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        seconds = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return seconds if (seconds >= 0 if zero else seconds > 0) and seconds <= most else None

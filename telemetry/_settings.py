@@ -16,7 +16,6 @@ line) and a TLS file that cannot be read (every export failed, said as a timeout
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
@@ -26,6 +25,7 @@ from importlib.metadata import entry_points
 from opentelemetry.environment_variables import OTEL_LOGS_EXPORTER, OTEL_TRACES_EXPORTER
 from opentelemetry.sdk import environment_variables as ev
 
+from agent._valid import seconds_in
 from agent.errors import ConfigError
 from agent.text import LONE_SURROGATE
 from telemetry import names as n
@@ -191,11 +191,7 @@ def check_seconds(environ: Mapping[str, str], name: str) -> None:
     """An export timeout in seconds above 0: the gRPC exporter raised a bare `ValueError` for one
     that is no number, and with 0, a negative one or NaN every export failed."""
     raw = environ.get(name, "").strip()
-    try:
-        seconds = float(raw) if raw else 10.0
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds <= MOST_SECONDS:
+    if raw and seconds_in(raw, MOST_SECONDS) is None:
         raise ConfigError(
             f"{name}={raw!r} must be a number of seconds above 0 and at most {MOST_SECONDS:g}, such as 10"
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import math
 import os
 import shlex
 import signal
@@ -23,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent._args import given
+from agent._valid import seconds_in
 from agent.audit import Audit
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero, current_user
@@ -497,11 +497,8 @@ def shutdown_grace() -> float:
     text = os.environ.get(ENV_GRACE, "").strip()
     if not text:
         return DEFAULT_GRACE
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 <= value <= MAX_SECONDS):
+    value = seconds_in(text, MAX_SECONDS, zero=True)
+    if value is None:
         raise ConfigError(
             f"${ENV_GRACE} must be a number of seconds from 0 to {MAX_SECONDS:g} (unset: "
             f"{DEFAULT_GRACE:g}), not {text[:50]!r}"

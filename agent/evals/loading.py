@@ -9,12 +9,12 @@ exiting (an import cannot be killed).
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from agent._valid import seconds_in
 from agent.errors import ConfigError
 
 T = TypeVar("T")
@@ -33,11 +33,8 @@ def catalog_timeout() -> float:
     text = os.environ.get(ENV_CATALOG_TIMEOUT, "").strip()
     if not text:
         return CATALOG_TIMEOUT
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not 0 < seconds <= MAX_CATALOG_TIMEOUT:  # NaN and inf fail too
+    seconds = seconds_in(text, MAX_CATALOG_TIMEOUT)
+    if seconds is None:
         raise ConfigError(
             f"${ENV_CATALOG_TIMEOUT} must be a number of seconds above 0, at most "
             f"{MAX_CATALOG_TIMEOUT:g}, got {text[:40]!r}"

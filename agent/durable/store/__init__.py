@@ -8,10 +8,10 @@ directory) or `sqlite:////absolute/runs.db` (four); a plain path works too.
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
+from agent._valid import seconds_in
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
     MAX_STORE_TIMEOUT,
@@ -72,11 +72,8 @@ def store_timeout(value: float | str | None = None, name: str = "--store-timeout
     `MAX_STORE_TIMEOUT`, or a `ConfigError` naming where the bad value came from."""
     if value is None:
         value, name = os.environ.get(ENV_STORE_TIMEOUT) or DEFAULT_TIMEOUT, f"${ENV_STORE_TIMEOUT}"
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if isinstance(value, bool) or not 0 < seconds <= MAX_STORE_TIMEOUT:
+    seconds = seconds_in(value, MAX_STORE_TIMEOUT)
+    if seconds is None:
         raise ConfigError(
             f"{name} must be a number of seconds above 0 and at most {MAX_STORE_TIMEOUT:g} (how long a "
             f"store call may wait for the database server before it fails), not {str(value)[:40]!r}"
