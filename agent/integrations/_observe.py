@@ -410,13 +410,13 @@ class Recorder:
         (a generator the caller closed half-read, `GeneratorExit`, is one too). A `CancelledError`
         while nobody cancels the task (a tool's own, a library's cancelled future, let out by the
         framework) is an error, as it is a tool's failure in Endstate's own loop (`run_cancelled`). One
-        the framework's clean-up raised as the run's coroutine was closed outside any task (`closing`)
+        the framework's clean-up raised as the run's coroutine was closed outside any task (`_closing`)
         is that close: `cancelled`."""
         if isinstance(error, KeyboardInterrupt | GeneratorExit) or (
             isinstance(error, asyncio.CancelledError) and run_cancelled()
         ):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
-        if closing(error):
+        if _closing(error):
             note = f"The run was closed before it ended (its clean-up then raised {type(error).__name__})."
             return self.finish(StopReason.CANCELLED, note=note, raw=raw)
         self.call_failed(error)
@@ -705,7 +705,7 @@ class _Cut(Exception):
     error_type = "interrupted"
 
 
-def closing(error: BaseException) -> bool:
+def _closing(error: BaseException) -> bool:
     """Whether `error` was raised as the run's coroutine was closed outside any task (the garbage
     collector closing the run of an event loop closed under it, as an exit out of `asyncio.run`
     leaves an OpenAI Agents SDK run): the framework's clean-up failing then (a context variable reset
