@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent._aio import in_running_loop
 from agent._valid import is_count, is_finite_from_zero, is_text
 from agent.budget import Spent
 from agent.context import RunContext
@@ -408,11 +409,16 @@ class Recorder:
         """Any exception that is no expected stop: `error`, with its type; a cancellation: `cancelled`
         (a generator the caller closed half-read, `GeneratorExit`, is one too). A `CancelledError`
         while nobody cancels the task (a tool's own, a library's cancelled future, let out by the
-        framework) is an error, as it is a tool's failure in Endstate's own loop (`run_cancelled`)."""
+        framework) is an error, as it is a tool's failure in Endstate's own loop (`run_cancelled`). One
+        the framework's clean-up raised as the run's coroutine was closed outside any task (`_closing`)
+        is that close: `cancelled`."""
         if isinstance(error, KeyboardInterrupt | GeneratorExit) or (
             isinstance(error, asyncio.CancelledError) and run_cancelled()
         ):
             return self.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=raw)
+        if _closing(error):
+            note = f"The run was closed before it ended (its clean-up then raised {type(error).__name__})."
+            return self.finish(StopReason.CANCELLED, note=note, raw=raw)
         self.call_failed(error)
         note = f"{type(error).__name__}: {said(error)}"
         return self.finish(StopReason.ERROR, note=note, error_type=type(error).__name__, raw=raw)
@@ -697,6 +703,24 @@ class _Cut(Exception):
     """A model call that the framework cut off when the run stopped."""
 
     error_type = "interrupted"
+
+
+def _closing(error: BaseException) -> bool:
+    """Whether `error` was raised as the run's coroutine was closed outside any task (the garbage
+    collector closing the run of an event loop closed under it, as an exit out of `asyncio.run`
+    leaves an OpenAI Agents SDK run): the framework's clean-up failing then (a context variable reset
+    outside its context) while it handled the close's `GeneratorExit` is the close, not the run's
+    failure. Raised in a task, such an exception is the run's own failure."""
+    if in_running_loop() and asyncio.current_task() is not None:
+        return False
+    seen: set[int] = set()
+    at: BaseException | None = error
+    while at is not None and id(at) not in seen:
+        if isinstance(at, GeneratorExit):
+            return True
+        seen.add(id(at))
+        at = at.__context__
+    return False
 
 
 def _caller_stopped(error: BaseException) -> bool:
