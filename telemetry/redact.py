@@ -132,25 +132,25 @@ class Redactor:
     def redact_and_cut(self, head: str, unread: int = 0) -> str:
         """`head` redacted and cut to `max_chars`, with `unread` characters after it left unread (a
         secret that `head`'s end cuts off is redacted to that end: its end is unread)."""
+        shown = self.redact(head)
         if not unread:
-            return self.truncate(self.redact(head))
-        opened = self.cut_secret_at(head)
-        shown = self.redact(head[:opened] + REDACTED if opened < len(head) else head)
-        unread += len(head) - opened
+            return self.truncate(shown)
+        if (opened := self._cut_secret_at(shown)) < len(shown):
+            shown, unread = shown[:opened] + REDACTED, unread + len(shown) - opened
         return f"{shown[: self.max_chars]}...[truncated {max(len(shown) - self.max_chars, 0) + unread} chars]"
 
-    def cut_secret_at(self, head: str) -> int:
-        """Where a secret that `head`'s end cuts off begins (`len(head)` when none could): one of
-        `secrets` whose first characters end it, or a shape of `_CUT_SHAPES`, or an opening of a key
-        in its last run of a key's characters. The earliest wins."""
-        found = [_secret_begun_at(head, secret) for secret in self.secrets]
+    def _cut_secret_at(self, text: str) -> int:
+        """Where a secret that the end of `text` (redacted) cuts off begins, `len(text)` when none
+        could: one of `secrets` whose first characters end it, a shape of `_CUT_SHAPES`, or a key's
+        opening in its last run of a key's characters. The earliest wins."""
+        found = [_secret_begun_at(text, secret) for secret in self.secrets]
         for shape in _CUT_SHAPES:
-            if cut := shape.search(head):
+            if cut := shape.search(text):
                 found.append(cut.end(1) if shape.groups else cut.start())
-        token = _LAST_TOKEN.search(head)
-        if token and (opening := _KEY_OPENING.search(head, token.start())):
+        token = _LAST_TOKEN.search(text)
+        if token and (opening := _KEY_OPENING.search(text, token.start())):
             found.append(opening.start())
-        return min(found, default=len(head))
+        return min(found, default=len(text))
 
     def redact(self, text: str) -> str:
         """Every known secret value and every key-shaped string replaced (personal data too:
