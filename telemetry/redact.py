@@ -92,7 +92,8 @@ READ_PAST_CUT = 16_384
 # domain, the first digits of a card. Its start would show (redacting the secrets before it shortens
 # the text, so the window's end can show), so it is redacted from its opening to the cut. Each shape
 # ends the window (`\Z`) and is tried where a run of its characters begins, read to its end once:
-# linear in the window, however the text repeats an opening.
+# linear in the window, however the text repeats an opening. The last word before the cut is
+# redacted too (it could begin an AWS key): only a span that shows the window's end shows that.
 _TOKEN_CHARS = r"A-Za-z0-9_.\-"
 _LAST_TOKEN = re.compile(rf"(?<![{_TOKEN_CHARS}])[{_TOKEN_CHARS}]*+\Z")  # a key's last run of characters
 _KEY_OPENING = re.compile(  # how each key of `_BARE_KEYS` begins
