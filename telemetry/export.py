@@ -131,7 +131,7 @@ class CountingExporter(_Guarded, SpanExporter):
         result = self._export(spans)
         if result is not SpanExportResult.SUCCESS and not self._mend_first and (mended := _mended(spans)):
             result = self._export(mended)  # a text UTF-8 cannot hold failed the whole batch
-        rejected = self._rejections.take() if self._rejections is not None else 0
+        rejected = self._rejections.take(len(spans)) if self._rejections is not None else 0
         if rejected and result is SpanExportResult.SUCCESS and self._on_rejected is not None:
             self._on_rejected(rejected)  # lost, though the export succeeded: dropped, and a failure
         if result is not SpanExportResult.SUCCESS or rejected:
@@ -173,7 +173,7 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
                 "event export raised %s; %d events dropped", _said(exc), len(batch), exc_info=True
             )
             result = LogRecordExportResult.FAILURE
-        rejected = self._rejections.take() if self._rejections is not None else 0
+        rejected = self._rejections.take(len(batch)) if self._rejections is not None else 0
         if rejected and result is LogRecordExportResult.SUCCESS and self._on_rejected is not None:
             self._on_rejected(rejected)
         if result is not LogRecordExportResult.SUCCESS or rejected:

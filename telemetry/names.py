@@ -245,7 +245,8 @@ METRIC_TELEMETRY_EVENTS_DROPPED: Final = "agent_telemetry_events_dropped"  # cou
 LABEL_REASON: Final = "reason"  # agent_telemetry_{spans,events}_dropped: queue_full|shutdown|export_failed
 DROP_QUEUE_FULL: Final = "queue_full"
 DROP_SHUTDOWN: Final = "shutdown"
-DROP_EXPORT_FAILED: Final = "export_failed"  # each span (event) of a failed batch, or a collector rejected
+# each span (event) of a failed batch, or a collector rejected (or whose answer could not be read)
+DROP_EXPORT_FAILED: Final = "export_failed"
 # Audits of runs that ended `success`: confirmed, a false success, or the audit itself failed.
 METRIC_SUCCESS_AUDITS: Final = "agent_success_audits"  # counter -> agent_success_audits_total
 AUDIT_CONFIRMED: Final = "confirmed"

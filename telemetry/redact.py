@@ -87,6 +87,27 @@ _MIN_SECRET_CHARS = 8  # shorter env values would redact ordinary words
 # whole (a PEM key, the longest, is some 6,500 characters, and is matched to the end of a text too).
 READ_PAST_CUT = 16_384
 
+# A secret the end of that window cuts off matches none of the shapes above, which need its end: a
+# key shorter than its shape, a quoted value or a URL's password not closed, an e-mail without its
+# domain, the first digits of a card. Its start would show (redacting the secrets before it shortens
+# the text, so the window's end can show), so it is redacted from its opening to the cut. Each shape
+# ends the window (`\Z`) and is tried where a run of its characters begins, read to its end once:
+# linear in the window, however the text repeats an opening. The last word before the cut is
+# redacted too (it could begin an AWS key): only a span that shows the window's end shows that.
+_TOKEN_CHARS = r"A-Za-z0-9_.\-"
+_LAST_TOKEN = re.compile(rf"(?<![{_TOKEN_CHARS}])[{_TOKEN_CHARS}]*+\Z")  # a key's last run of characters
+_KEY_OPENING = re.compile(  # how each key of `_BARE_KEYS` begins
+    r"sk-|[sr]k_(?:live|test)_|gh[pousr]_|github_pat_|glpat-|AKIA|AIza|xox[abposr]-|npm_|hf_|\beyJ"
+)
+_CUT_SHAPES = (  # the first group, when there is one, is kept: the secret begins after it
+    re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+=]{1,40}+\Z"),  # an AWS secret key's first characters
+    re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]++@[A-Za-z0-9.\-]*+\Z"),  # an e-mail address
+    re.compile(r"(?<![\d-])\d(?:[ -]?\d){0,18}+[ -]?\Z"),  # a card's first digits
+    re.compile(r"(://[^\s:/@]++:)[^\s/]*+\Z"),  # a URL's password, its '@' not reached
+    # a quoted value after a telling key, its quote not closed
+    re.compile(rf"((?i:{_KEY_NAMES})[\"']?\s*[:=]\s*[\"'])(?:(?<=\")[^\"\n]*+|(?<=')[^'\n]*+)\Z"),
+)
+
 
 @dataclass(frozen=True)
 class Redactor:
@@ -110,11 +131,27 @@ class Redactor:
         return _redacted(self, head, len(text) - len(head))
 
     def redact_and_cut(self, head: str, unread: int = 0) -> str:
-        """`head` redacted and cut to `max_chars`, with `unread` characters after it left unread."""
+        """`head` redacted and cut to `max_chars`, with `unread` characters after it left unread (a
+        secret that `head`'s end cuts off is redacted to that end: its end is unread)."""
         shown = self.redact(head)
         if not unread:
             return self.truncate(shown)
-        return f"{shown[: self.max_chars]}...[truncated {len(shown) + unread - self.max_chars} chars]"
+        if (opened := self._cut_secret_at(shown)) < len(shown):
+            shown, unread = shown[:opened] + REDACTED, unread + len(shown) - opened
+        return f"{shown[: self.max_chars]}...[truncated {max(len(shown) - self.max_chars, 0) + unread} chars]"
+
+    def _cut_secret_at(self, text: str) -> int:
+        """Where a secret that the end of `text` (redacted) cuts off begins, `len(text)` when none
+        could: one of `secrets` whose first characters end it, a shape of `_CUT_SHAPES`, or a key's
+        opening in its last run of a key's characters. The earliest wins."""
+        found = [_secret_begun_at(text, secret) for secret in self.secrets]
+        for shape in _CUT_SHAPES:
+            if cut := shape.search(text):
+                found.append(cut.end(1) if shape.groups else cut.start())
+        token = _LAST_TOKEN.search(text)
+        if token and (opening := _KEY_OPENING.search(text, token.start())):
+            found.append(opening.start())
+        return min(found, default=len(text))
 
     def redact(self, text: str) -> str:
         """Every known secret value and every key-shaped string replaced (personal data too:
@@ -177,6 +214,14 @@ def _key_like(word: str) -> bool:
     not a hex digest."""
     has = [any(c.isupper() for c in word), any(c.islower() for c in word)]
     return all(has) and any(c.isdigit() or c in "/+" for c in word)
+
+
+def _secret_begun_at(head: str, secret: str) -> int:
+    """Where `head` ends with the first characters of `secret` (not all of it), or `len(head)`."""
+    at = head.find(secret[:1], max(len(head) - len(secret) + 1, 0)) if secret else -1
+    while at != -1 and not secret.startswith(head[at:]):
+        at = head.find(secret[0], at + 1)
+    return len(head) if at == -1 else at
 
 
 def _secret_values(environ: Mapping[str, str], names: Iterable[str]) -> tuple[str, ...]:

@@ -111,7 +111,7 @@ def test_spans_a_collector_rejects_are_counted_as_dropped_and_the_export_as_fail
     assert dropped == 2
     assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_TRACES) >= 1
     events = sample(telemetry, "agent_telemetry_events_dropped_total", reason=n.DROP_EXPORT_FAILED)
-    assert events == 2
+    assert events == 1  # the run's one event: no more are lost than were sent, whatever the answer says
     assert sample(telemetry, "agent_telemetry_export_failures_total", signal=n.SIGNAL_LOGS) >= 1
 
 
