@@ -58,6 +58,7 @@ class TemporalServer:
     server); `died` says how a server that exited without `stop` ended, with the log's end."""
 
     extra_args: tuple[str, ...] = ()
+    ready_seconds = 120.0  # how long a start may take to serve (a loaded CI machine is slow)
 
     def __init__(self) -> None:
         self.port, self.address = 0, ""
@@ -65,14 +66,10 @@ class TemporalServer:
 
     def _start_on(self, ports: list[int]) -> subprocess.Popen[bytes]:
         """Start on `ports` (frontend, HTTP, metrics): `PortTaken` when one was taken."""
-        self.port, http, metrics = ports
+        self.port = ports[0]
         self.address = f"127.0.0.1:{self.port}"
-        argv = [
-            temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-            "--port", str(self.port), "--http-port", str(http), "--metrics-port", str(metrics),
-            "--log-level", "error", *self.extra_args,
-        ]  # fmt: skip
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the server's log until `stop`
+        argv = self.command(ports)
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, env=os.environ
         )
@@ -81,8 +78,18 @@ class TemporalServer:
         self._wait_ready()
         return self.proc
 
-    def _wait_ready(self, timeout: float = 120.0) -> None:
+    def command(self, ports: list[int]) -> list[str]:
+        """The server's command line on `ports` (frontend, HTTP, metrics)."""
+        port, http, metrics = ports
+        return [
+            temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+            "--port", str(port), "--http-port", str(http), "--metrics-port", str(metrics),
+            "--log-level", "error", *self.extra_args,
+        ]  # fmt: skip
+
+    def _wait_ready(self) -> None:
         """Until the frontend says it serves (a listening port is not yet a healthy server)."""
+        timeout = self.ready_seconds
         until = time.monotonic() + timeout
         while time.monotonic() < until:
             if self.proc.poll() is not None:
