@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ports import PortTaken, on_free_ports, port_clash
+from ports import PortTaken, held_by, on_free_ports, port_clash
 from reaper import Reaper
 
 from agent.durable.catalog import Catalog
@@ -58,21 +58,18 @@ class TemporalServer:
     server); `died` says how a server that exited without `stop` ended, with the log's end."""
 
     extra_args: tuple[str, ...] = ()
+    ready_seconds = 120.0  # how long a start may take to serve (a loaded CI machine is slow)
 
     def __init__(self) -> None:
-        self.port, self.address = 0, ""
+        self.port, self.address, self.ports = 0, "", [0, 0, 0]
         self.proc: subprocess.Popen[bytes] = on_free_ports(3, self._start_on, "temporal server")
 
     def _start_on(self, ports: list[int]) -> subprocess.Popen[bytes]:
         """Start on `ports` (frontend, HTTP, metrics): `PortTaken` when one was taken."""
-        self.port, http, metrics = ports
+        self.ports, self.port = ports, ports[0]
         self.address = f"127.0.0.1:{self.port}"
-        argv = [
-            temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
-            "--port", str(self.port), "--http-port", str(http), "--metrics-port", str(metrics),
-            "--log-level", "error", *self.extra_args,
-        ]  # fmt: skip
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - the server's log until `stop`
+        argv = self.command(ports)
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log, env=os.environ
         )
@@ -81,9 +78,22 @@ class TemporalServer:
         self._wait_ready()
         return self.proc
 
-    def _wait_ready(self, timeout: float = 120.0) -> None:
-        """Until the frontend says it serves (a listening port is not yet a healthy server)."""
+    def command(self, ports: list[int]) -> list[str]:
+        """The server's command line on `ports` (frontend, HTTP, metrics)."""
+        port, http, metrics = ports
+        return [
+            temporal_cli(), "server", "start-dev", "--headless", "--ip", "127.0.0.1",
+            "--port", str(port), "--http-port", str(http), "--metrics-port", str(metrics),
+            "--log-level", "error", *self.extra_args,
+        ]  # fmt: skip
+
+    def _wait_ready(self) -> None:
+        """Until the frontend says it serves (a listening port is not yet a healthy server) and the
+        server holds its ports: a port picked free may be taken before the server binds it, and
+        another dev server on it says SERVING in its place while this one exits for want of it."""
+        timeout = self.ready_seconds
         until = time.monotonic() + timeout
+        answered = False  # a server answered on the frontend port
         while time.monotonic() < until:
             if self.proc.poll() is not None:
                 err = self.log_tail()
@@ -91,11 +101,20 @@ class TemporalServer:
                 if port_clash(err):
                     raise PortTaken(err.strip()[-500:])
                 raise RuntimeError(f"temporal server exited with {self.proc.returncode}: {err}")
-            if self._healthy() and self.proc.poll() is None:
+            answered = self._healthy()
+            if answered and self._holds_its_ports() and self.proc.poll() is None:
                 return
             time.sleep(0.2)
         self.stop()
+        if answered:
+            raise RuntimeError(
+                f"a temporal server answered on {self.address}, not this one: within {timeout:.0f} s it "
+                f"never held its ports {self.ports} (another process did)"
+            )
         raise RuntimeError(f"temporal server was not healthy on {self.address} within {timeout:.0f} s")
+
+    def _holds_its_ports(self) -> bool:
+        return all(held_by(self.proc.pid, port) for port in self.ports)
 
     def _healthy(self) -> bool:
         try:
@@ -138,10 +157,6 @@ class TemporalServer:
 class RestartableServer(TemporalServer):
     """A dev server that can be stopped and started again on the same ports, its memory lost (the
     namespaces `extra_args` created on it too, when `restart` is given other `extra_args`)."""
-
-    def _start_on(self, ports: list[int]) -> subprocess.Popen[bytes]:
-        self.ports = ports
-        return super()._start_on(ports)
 
     def restart(self, extra_args: tuple[str, ...] | None = None) -> None:
         self.stop()

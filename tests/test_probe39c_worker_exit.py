@@ -17,15 +17,35 @@ from typing import Any
 import pytest
 from otlp_receiver import OtlpReceiver
 from temporal_server import TemporalServer, cli_env, temporal_fixture
+from temporalio.client import Client
 from test_probe38d_worker_stop import GRACE, ROOM, SLACK, Worker, calls, held_run
 
 from agent.cli.temporal import FLUSH_ON_EXIT_S, STOP_SLACK_S
-from agent.temporal import TemporalRuns
+from agent.temporal import TemporalRuns, ensure_search_attributes
 from telemetry import names as n
 
 pytestmark = pytest.mark.slow
 
-temporal = temporal_fixture()
+
+def with_attributes() -> TemporalServer:
+    """A dev server whose namespace holds Endstate's search attributes already, as once any worker
+    started on it: a worker that registers them says so in a line of its own, and which test of this
+    module starts the first worker on the module's server (or its only one, on a pytest-xdist worker
+    that took the test alone) would change what the workers say."""
+    server = TemporalServer()
+    try:
+        asyncio.run(registered(server.address))
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+async def registered(address: str) -> None:
+    await ensure_search_attributes(await Client.connect(address))  # the namespace the workers use
+
+
+temporal = temporal_fixture(make=with_attributes)
 
 
 def exporting_env(receiver: OtlpReceiver) -> dict[str, str]:
