@@ -544,9 +544,9 @@ async def _sync_call(tool_: Tool, kwargs: dict[str, Any], seconds: float | None)
 
 
 async def _failure(exc: BaseException, left: float | None) -> ToolOutcome:
-    """`_failed(exc)` on the event loop: a message of the exception's own code (`_plain_error`) is read
+    """`_failed(exc)` on the event loop: a message of the exception's own code (`plain_error`) is read
     on a worker thread within `left` seconds (what is left of the call's bound), as its value would be."""
-    if _plain_error(exc) or isinstance(exc, KeyboardInterrupt):
+    if plain_error(exc) or isinstance(exc, KeyboardInterrupt):
         return _failed(exc)
     if isinstance(exc, asyncio.CancelledError) and run_cancelled():
         raise exc
@@ -582,10 +582,10 @@ SAY_SECONDS = 5.0  # seconds an exception's own `__str__` may take where no call
 
 def said(exc: BaseException, seconds: float | None = None) -> str:
     """What an exception says, read within `seconds` (None: `SAY_SECONDS`): a plain exception's message at
-    once (`_plain_error`), another's on a worker thread (its `__str__` is code of its own, which may hang
+    once (`plain_error`), another's on a worker thread (its `__str__` is code of its own, which may hang
     or raise), the caller waiting at most `seconds` for it. An exception is still a result, never a run
     held or ended by it."""
-    if _plain_error(exc) or _threadless():
+    if plain_error(exc) or _threadless():
         return said_now(exc)
     seconds = SAY_SECONDS if seconds is None else seconds
     told: list[str] = []
@@ -603,7 +603,7 @@ def said(exc: BaseException, seconds: float | None = None) -> str:
 async def said_within(exc: BaseException, seconds: float | None) -> str:
     """`said(exc)` for a caller on the event loop: the loop goes on while another's message is read on a
     worker thread, for at most `seconds` (None: as long as it takes; the run's cancel still ends it)."""
-    if _plain_error(exc) or _threadless():
+    if plain_error(exc) or _threadless():
         return said_now(exc)
     if seconds is not None and seconds <= 0:
         return unread(seconds)
@@ -622,13 +622,13 @@ async def said_soon(exc: BaseException) -> str:
 
 def loggable(exc: BaseException) -> BaseException:
     """`exc` to log with its traceback (`exc_info=`): itself when each exception of its chain is plain
-    (`_plain_error`); else a stand-in with its traceback, saying its type and message read by `said`.
+    (`plain_error`); else a stand-in with its traceback, saying its type and message read by `said`.
     Formatting a traceback reads each message on the thread that logs: one whose `__str__` hangs held it
     (the event loop, the run) for ever."""
     seen: set[int] = set()
     link: BaseException | None = exc
     while link is not None and id(link) not in seen:
-        if not _plain_error(link):
+        if not plain_error(link):
             stand_in = Unsaid(f"{type(exc).__name__}: {said(exc)}")
             return stand_in.with_traceback(exc.__traceback__)
         seen.add(id(link))
@@ -670,7 +670,7 @@ _ARGS = BaseException.__dict__["args"]  # the C field: a subclass's own `args` p
 _OS_FIELDS = tuple(OSError.__dict__[f] for f in ("errno", "strerror", "filename", "filename2"))
 
 
-def _plain_error(exc: BaseException) -> bool:
+def plain_error(exc: BaseException) -> bool:
     """Whether `str(exc)` runs no code of the exception's own, so it may be read at once on the event loop:
     built-in `__str__` (BaseException's, KeyError's; OSError's with built-in fields) of built-in scalar
     arguments. Most exceptions are (`class NotFound(Exception): pass` too)."""

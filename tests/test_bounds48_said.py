@@ -196,7 +196,7 @@ def test_a_message_of_the_exceptions_own_code_is_still_said() -> None:
         (Plain("not", 2), "('not', 2)"),
         (KeyError("k"), "'k'"),
         (FileNotFoundError(2, "No such file", "a.txt"), "[Errno 2] No such file: 'a.txt'"),
-        (OwnArgs("x"), "x"),  # `str` reads the C field, as `_plain_error` does
+        (OwnArgs("x"), "x"),  # `str` reads the C field, as `plain_error` does
     ],
 )
 def test_a_plain_exceptions_message_is_read_without_a_thread(
@@ -225,7 +225,7 @@ def test_a_plain_exceptions_message_is_read_without_a_thread(
     ],
 )
 def test_an_exception_running_its_own_code_is_not_plain(exc: BaseException) -> None:
-    assert not agent_tools._plain_error(exc)
+    assert not agent_tools.plain_error(exc)
 
 
 class HangingHooks:
