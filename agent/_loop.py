@@ -48,8 +48,17 @@ from agent.stops import StopKind, TurnSignal
 from agent.summary import headline
 from agent.summary import summarize as default_summary
 from agent.text import written
-from agent.tools import UNKNOWN_TOOL, Tool, ToolOutcome, arguments_problem, execute, said
-from agent.verify import JudgeRefused, run_verifiers
+from agent.tools import (
+    UNKNOWN_TOOL,
+    Tool,
+    ToolOutcome,
+    arguments_problem,
+    execute,
+    loggable,
+    said,
+    said_soon,
+)
+from agent.verify import JudgeRefused, run_verifiers, said_by
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -360,8 +369,10 @@ def last_checkpoint(agent: Agent, run: RunState, kind: SnapshotKind) -> None:
             write := _hand_over(agent, run, run.checkpoint(kind))
         ):
             run.pending = write  # the segment's caller awaits it (`settle`)
-    except (Exception, SystemExit, KeyboardInterrupt):  # the run has its reason already
-        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the run has its reason already
+        log.warning(
+            "run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=loggable(exc)
+        )
 
 
 async def settle(run: RunState) -> None:
@@ -373,8 +384,10 @@ async def settle(run: RunState) -> None:
         await durable(run)
     except asyncio.CancelledError:
         log.warning("run %s: cancelled while its last journal entries were being saved", run.ctx.run_id)
-    except (Exception, SystemExit, KeyboardInterrupt):  # the checkpointer's write's
-        log.warning("run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=True)
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # the checkpointer's write's
+        log.warning(
+            "run %s: its last journal entries could not be saved", run.ctx.run_id, exc_info=loggable(exc)
+        )
 
 
 # -- 2. the model ----------------------------------------------------------------------------------
@@ -563,8 +576,9 @@ async def summarize(agent: Agent, run: RunState, obs: RunObserver, compaction: C
         reply = await _complete(agent, run, request, model)
     except Exception as exc:  # a failed summary never fails the run: the account stands in
         obs.model_ended(None, exc)
-        log.warning("run %s: the model could not summarize older turns: %s", run.ctx.run_id, exc)
-        why = "the time budget ran out" if isinstance(exc, _BudgetCut) else f"{type(exc).__name__}: {exc}"
+        told = await said_soon(exc)  # the model's exception: read off the loop
+        log.warning("run %s: the model could not summarize older turns: %s", run.ctx.run_id, told)
+        why = "the time budget ran out" if isinstance(exc, _BudgetCut) else f"{type(exc).__name__}: {told}"
         return compaction.failed(why[:300])
     obs.model_ended(reply, None)
     charge(agent, run, model.name, reply)
@@ -840,8 +854,8 @@ async def verify(
         verdict = await run_verifiers(agent.verifiers, run.ctx, run.seconds_left())
     except JudgeRefused as exc:  # as a refusal of the agent's own model: no finish can be judged
         return Stop(StopReason.GAVE_UP, note=str(exc), cause=StopCause.REFUSAL)
-    except Exception as exc:
-        note = f"A verifier raised {type(exc).__name__}: {said(exc)}"
+    except Exception as exc:  # its message read off the loop (its own code), within the time left
+        note = f"A verifier raised {type(exc).__name__}: {await said_by(exc, run.seconds_left())}"
         return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
     finally:  # a verifier's own model calls (an evaluator) count in the run's budget
         charged(agent, run)
@@ -900,7 +914,9 @@ def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind
     if isinstance(text, str):
         return text
     why = (
-        f"raised {text!r}" if isinstance(text, BaseException) else f"returned {type(text).__name__}, not text"
+        f"raised {type(text).__name__}: {said(text)}"
+        if isinstance(text, BaseException)
+        else f"returned {type(text).__name__}, not text"
     )
     log.warning("run %s: the agent's summarize %s; the default summary stands in", run.ctx.run_id, why)
     usage = run.tick()

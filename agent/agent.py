@@ -42,7 +42,7 @@ from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
-from agent.tools import Tool, said
+from agent.tools import Tool, said, said_soon
 from agent.verify import Verifier, evaluators
 
 Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
@@ -316,7 +316,7 @@ class Agent:
             taken, note = exc, f"{said(exc)}. The run goes on there; this segment ended here."
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
         except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
-            note, kind = f"{type(exc).__name__}: {said(exc)}", type(exc).__name__
+            note, kind = f"{type(exc).__name__}: {await said_soon(exc)}", type(exc).__name__
             if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
                 note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
             result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))

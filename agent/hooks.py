@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from agent._frozen import fast_init
 from agent.errors import ConfigError
+from agent.tools import loggable
 
 if TYPE_CHECKING:
     from agent.budget import Spent
@@ -285,9 +286,11 @@ def hook_failed(name: str) -> None:
     """Log, once per failure, that an observer's `name` raised: the run goes on. Called in the
     `except BaseException` around a hook's call, it re-raises what is not the hook's own failure
     (see `_own_failure`)."""
-    if not _own_failure(sys.exc_info()[1], edge=name.startswith(_EDGES)):
+    failure = sys.exc_info()[1]
+    if not _own_failure(failure, edge=name.startswith(_EDGES)):
         raise  # being handled by our caller
-    log.warning("telemetry hook %s failed; the run goes on", name, exc_info=True)
+    assert failure is not None  # called in an except block
+    log.warning("telemetry hook %s failed; the run goes on", name, exc_info=loggable(failure))
 
 
 def _own_failure(exc: BaseException | None, edge: bool) -> bool:

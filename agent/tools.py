@@ -13,6 +13,7 @@ import os
 import queue
 import re
 import threading
+import time
 import types
 import typing
 from collections.abc import Awaitable, Callable, Coroutine, Generator
@@ -370,6 +371,9 @@ class ToolHost(Protocol):
         """What to await for `fn(**kwargs)` (a sync tool, a verifier) instead of running it on a daemon
         thread; None to run it there."""
 
+    # A host may also have `threadless() -> bool`: True where the code at work may start no thread (a
+    # workflow's); an exception's message is then read where it is (`said`), not on a worker thread.
+
 
 _host: ToolHost | None = None
 
@@ -503,6 +507,7 @@ async def execute(
     seconds, cut_by_limit = _deadline(tool_.timeout, limit)
     if cut_by_limit and not seconds:
         return _budget_cut(tool_, started=False)
+    started = time.monotonic()
     try:
         if not tool_.is_async:
             return await _sync_call(tool_, kwargs, seconds)
@@ -522,7 +527,8 @@ async def execute(
             return _budget_cut(tool_, started=True)
         return ToolOutcome(f"Error: tool {tool_.name!r} timed out after {seconds:g} s.", True, "timeout")
     except BaseException as exc:  # a tool's failure, even SystemExit, is data for the model
-        return _failed(exc)
+        left = None if seconds is None else seconds - (time.monotonic() - started)
+        return await _failure(exc, left)
 
 
 async def _sync_call(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> ToolOutcome:
@@ -537,17 +543,29 @@ async def _sync_call(tool_: Tool, kwargs: dict[str, Any], seconds: float | None)
     return quick if quick is not None else await _bounded(_written(got), seconds)
 
 
-def _failed(exc: BaseException) -> ToolOutcome:
-    """A tool's failure as its error result; raises `asyncio.CancelledError` when the run itself is
+async def _failure(exc: BaseException, left: float | None) -> ToolOutcome:
+    """`_failed(exc)` on the event loop: a message of the exception's own code (`plain_error`) is read
+    on a worker thread within `left` seconds (what is left of the call's bound), as its value would be."""
+    if plain_error(exc) or isinstance(exc, KeyboardInterrupt):
+        return _failed(exc)
+    if isinstance(exc, asyncio.CancelledError) and run_cancelled():
+        raise exc
+    return _failed(exc, await said_within(exc, left))
+
+
+def _failed(exc: BaseException, told: str | None = None) -> ToolOutcome:
+    """A tool's failure as its error result, saying `told` (else its message, read here: on the tool's
+    worker thread, or a plain one); raises `asyncio.CancelledError` when the run itself is
     cancelled (`run_cancelled`) or the tool was interrupted (`KeyboardInterrupt`)."""
     if isinstance(exc, asyncio.CancelledError):
         if run_cancelled():
             raise exc
-        told = said(exc) or "no message"
+        told = (said_now(exc) if told is None else told) or "no message"
         return ToolOutcome(f"Error: CancelledError raised inside the tool ({told})", True, "CancelledError")
     if isinstance(exc, KeyboardInterrupt):
         raise asyncio.CancelledError("a tool was interrupted (KeyboardInterrupt)") from exc
-    return ToolOutcome(f"Error: {type(exc).__name__}: {said(exc)}", True, type(exc).__name__)
+    told = said_now(exc) if told is None else told
+    return ToolOutcome(f"Error: {type(exc).__name__}: {told}", True, type(exc).__name__)
 
 
 def run_cancelled() -> bool:
@@ -559,12 +577,113 @@ def run_cancelled() -> bool:
     return task is None or task.cancelling() > 0
 
 
-def said(exc: BaseException) -> str:
-    """What an exception says; one whose `__str__` itself raises is still a result, not the run's end."""
+SAY_SECONDS = 5.0  # seconds an exception's own `__str__` may take where no call's bound is left to give it
+
+
+def said(exc: BaseException, seconds: float | None = None) -> str:
+    """What an exception says, read within `seconds` (None: `SAY_SECONDS`): a plain exception's message at
+    once (`plain_error`), another's on a worker thread (its `__str__` is code of its own, which may hang
+    or raise), the caller waiting at most `seconds` for it. An exception is still a result, never a run
+    held or ended by it."""
+    if plain_error(exc) or _threadless():
+        return said_now(exc)
+    seconds = SAY_SECONDS if seconds is None else seconds
+    told: list[str] = []
+    read = threading.Event()
+
+    def job() -> Callable[[], object]:
+        told.append(said_now(exc))
+        read.set()
+        return _NOTHING
+
+    _WORKERS.submit(job)
+    return told[0] if read.wait(seconds) else unread(seconds)
+
+
+async def said_within(exc: BaseException, seconds: float | None) -> str:
+    """`said(exc)` for a caller on the event loop: the loop goes on while another's message is read on a
+    worker thread, for at most `seconds` (None: as long as it takes; the run's cancel still ends it)."""
+    if plain_error(exc) or _threadless():
+        return said_now(exc)
+    if seconds is not None and seconds <= 0:
+        return unread(seconds)
+    try:
+        told: str = await _bounded(_in_daemon_thread(said_now, {"exc": exc}), seconds)
+    except _Expired:
+        assert seconds is not None  # no deadline otherwise
+        return unread(seconds)
+    return told
+
+
+async def said_soon(exc: BaseException) -> str:
+    """`said_within(exc, SAY_SECONDS)`: for a caller on the event loop with no call's bound to give."""
+    return await said_within(exc, SAY_SECONDS)
+
+
+def loggable(exc: BaseException) -> BaseException:
+    """`exc` to log with its traceback (`exc_info=`): itself when each exception of its chain is plain
+    (`plain_error`); else a stand-in with its traceback, saying its type and message read by `said`.
+    Formatting a traceback reads each message on the thread that logs: one whose `__str__` hangs held it
+    (the event loop, the run) for ever."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if not plain_error(link):
+            stand_in = Unsaid(f"{type(exc).__name__}: {said(exc)}")
+            return stand_in.with_traceback(exc.__traceback__)
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return exc
+
+
+class Unsaid(Exception):
+    """An exception logged in place of one whose message (or a message in its chain) runs its own code."""
+
+
+def said_now(exc: BaseException) -> str:
+    """What an exception says, read here and now (on a worker thread, or for a plain exception); one whose
+    `__str__` raises (even SystemExit) is still said."""
     try:
         return str(exc)
-    except Exception as failure:
+    except BaseException as failure:  # its own code: nothing it raises is the caller's
         return f"(its message could not be read: {type(failure).__name__})"
+
+
+def unread(seconds: float) -> str:
+    """What an exception says whose message was not read within `seconds`."""
+    if seconds <= 0:
+        return "(its message could not be read in time: the call's time was up)"
+    return f"(its message could not be read within {seconds:g} s)"
+
+
+def _NOTHING() -> None:
+    """A worker's delivery when it has nothing to hand to an event loop."""
+
+
+def _threadless() -> bool:
+    """Where no thread may be started: a host's loop that says so (`threadless`: a Temporal workflow's)."""
+    return _host is not None and getattr(_host, "threadless", bool)() is True
+
+
+_SCALAR_ARGS = frozenset({str, int, float, bool, type(None), bytes})
+_ARGS = BaseException.__dict__["args"]  # the C field: a subclass's own `args` property never runs
+_OS_FIELDS = tuple(OSError.__dict__[f] for f in ("errno", "strerror", "filename", "filename2"))
+
+
+def plain_error(exc: BaseException) -> bool:
+    """Whether `str(exc)` runs no code of the exception's own, so it may be read at once on the event loop:
+    built-in `__str__` (BaseException's, KeyError's; OSError's with built-in fields) of built-in scalar
+    arguments. Most exceptions are (`class NotFound(Exception): pass` too)."""
+    kind = type(exc)
+    if not all(type(a) in _SCALAR_ARGS for a in _ARGS.__get__(exc, kind)):
+        return False
+    if kind.__str__ in _PLAIN_STRS:
+        return True
+    fields = (f.__get__(exc, kind) for f in _OS_FIELDS)
+    return kind.__str__ is OSError.__str__ and all(type(f) in _SCALAR_ARGS for f in fields)
+
+
+_PLAIN_STRS = (BaseException.__str__, KeyError.__str__)
 
 
 def _deadline(timeout: float | None, limit: float | None) -> tuple[float | None, bool]:
@@ -831,6 +950,7 @@ async def _in_daemon_thread(
             value = _Handed(value) if inspect.iscoroutine(value) else value
             outcome: tuple[Callable[[Any], None], Any] = (future.set_result, value)
         except BaseException as exc:  # handed to the awaiting coroutine
+            exc = _stopped(exc) if isinstance(exc, StopIteration) else exc  # said here, on its thread
             outcome = (future.set_exception, _Carried(exc) if isinstance(exc, _UNCARRIED) else exc)
         return functools.partial(_deliver, loop, settle, outcome)
 
@@ -841,12 +961,16 @@ async def _in_daemon_thread(
         _close_late(future)
         raise
     except _Carried as carried:
-        if isinstance(exc := carried.exc, StopIteration):  # as Python words one that leaves a coroutine
-            told = said(exc) or "no message"
-            raise RuntimeError(
-                f"function raised StopIteration ({told}): next() of an empty iterator?"
-            ) from exc
-        raise exc from None
+        raise carried.exc from None
+
+
+def _stopped(exc: StopIteration) -> RuntimeError:
+    """A StopIteration a function raised, as Python words one that leaves a coroutine (a future refuses
+    it): read on the function's worker thread, where its message may take the time it takes."""
+    told = said_now(exc) or "no message"
+    error = RuntimeError(f"function raised StopIteration ({told}): next() of an empty iterator?")
+    error.__cause__ = exc
+    return error
 
 
 def _settle(future: asyncio.Future[Any], setter: Callable[[Any], None], value: Any) -> None:
@@ -897,10 +1021,10 @@ def _close_late(future: asyncio.Future[Any]) -> None:
         late.close()
 
 
-# What a future cannot hand to its awaiting coroutine as itself: it refuses a StopIteration (which never
-# settled it: the call hung to its timeout), and a GeneratorExit is thrown into the task's outermost
-# coroutine, past every handler of the tool's (it escaped the run). Each goes back `_Carried`.
-_UNCARRIED = (StopIteration, GeneratorExit)
+# What a future cannot hand to its awaiting coroutine as itself: a GeneratorExit is thrown into the task's
+# outermost coroutine, past every handler of the tool's (it escaped the run): it goes back `_Carried`. (A
+# StopIteration, which a future refuses, goes as a RuntimeError: `_stopped`.)
+_UNCARRIED = (GeneratorExit,)
 
 
 class _Carried(Exception):

@@ -356,15 +356,22 @@ async def _run_one(verifier: Verifier, ctx: RunContext, left: float | None) -> l
 
         if run_cancelled():
             raise  # the run itself is cancelled
-        raise VerifierError(f"CancelledError raised inside the verifier ({exc or 'no message'})") from exc
+        told = await said_by(exc, left) or "no message"
+        raise VerifierError(f"CancelledError raised inside the verifier ({told})") from exc
     except Exception:
         raise
     except KeyboardInterrupt as exc:
         raise asyncio.CancelledError("a verifier was interrupted (KeyboardInterrupt)") from exc
     except BaseException as exc:  # SystemExit, GeneratorExit: the verifier's failure
-        from agent.tools import said
+        raise VerifierError(f"{type(exc).__name__}: {await said_by(exc, left)}") from exc
 
-        raise VerifierError(f"{type(exc).__name__}: {said(exc)}") from exc
+
+async def said_by(exc: BaseException, left: float | None) -> str:
+    """What a verifier's exception says, read off the event loop (its `__str__` is the verifier's code
+    too) within `SAY_SECONDS`, and within `left` (the run's time left) when given."""
+    from agent.tools import SAY_SECONDS, said_within
+
+    return await said_within(exc, SAY_SECONDS if left is None else min(SAY_SECONDS, left))
 
 
 async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:

@@ -21,7 +21,8 @@ STORE_TIMEOUT = "ENDSTATE_STORE_TIMEOUT (when --store-timeout is not given)"
 TEMPORAL = "ENDSTATE_TEMPORAL (the Temporal server, when --temporal is not given)"
 CATALOG = (
     "ENDSTATE_CATALOG (the agents, when --catalog is not given), "
-    "ENDSTATE_WORLDS (the example agents' folders)"
+    "ENDSTATE_WORLDS (the example agents' folders), "
+    "ENDSTATE_PREPARE_TIMEOUT (seconds a catalog entry's prepare may take as a run starts; 300)"
 )
 MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
 GRACE = "ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM)"

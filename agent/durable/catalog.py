@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextvars
 import importlib
+import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent._valid import is_text
+from agent._valid import is_text, seconds_in
 from agent.agent import Agent
 from agent.clock import CancelSignal
-from agent.errors import ConfigError
+from agent.errors import ConfigError, EndstateError
 
 if TYPE_CHECKING:
     from agent.integrations._durable import ForeignAgent
@@ -21,6 +24,92 @@ ENV_CATALOG = "ENDSTATE_CATALOG"
 SEED_CATALOG = (
     "agent.examples.scenarios:example_catalog"  # the CLI's and service's default, not the library's
 )
+ENV_PREPARE_TIMEOUT = "ENDSTATE_PREPARE_TIMEOUT"
+PREPARE_TIMEOUT = (
+    300.0  # seconds a catalog entry's `prepare` may take, unless set (Temporal's activity: 5 min)
+)
+MAX_PREPARE_TIMEOUT = 86400.0  # a day
+log = logging.getLogger("endstate.catalog")
+
+
+class AgentUnavailable(EndstateError):
+    """A catalog entry's own code (`prepare`, `build`) failed: the deployment's fault, not the
+    request's; the message names the entry, the step and the exception."""
+
+
+class PrepareHangs(AgentUnavailable):
+    """A catalog entry's `prepare` did not finish within its deadline (`prepare_timeout`): nothing was
+    stored, and what it makes once it ends is let go (its entry's `cleanup`)."""
+
+
+def prepare_timeout() -> float:
+    """The seconds a catalog entry's `prepare` may take: `$ENDSTATE_PREPARE_TIMEOUT`, else
+    `PREPARE_TIMEOUT`; a `ConfigError` saying what to set when the value is no such number."""
+    text = os.environ.get(ENV_PREPARE_TIMEOUT, "").strip()
+    if not text:
+        return PREPARE_TIMEOUT
+    seconds = seconds_in(text, MAX_PREPARE_TIMEOUT)
+    if seconds is None:
+        raise ConfigError(
+            f"${ENV_PREPARE_TIMEOUT} must be a number of seconds above 0 and at most {MAX_PREPARE_TIMEOUT:g} "
+            f"(how long a catalog entry's prepare may take), not {text[:40]!r}"
+        )
+    return seconds
+
+
+def prepare_within(name: str, entry: AgentEntry, state: State, run_id: str, seconds: float) -> State:
+    """`entry.prepare(state, run_id)` on a daemon thread, waited for at most `seconds`: past them
+    `PrepareHangs` (its thread left behind: a call cannot be killed, and it never keeps the process from
+    exiting). What a late `prepare` returns after all is let go by the entry's `cleanup`, as no run
+    holds it. What it raises in time is raised here."""
+    assert entry.prepare is not None
+    prepare, ended = entry.prepare, threading.Event()
+    done: list[tuple[bool, Any]] = []
+    lock, left = threading.Lock(), [False]
+
+    def job() -> None:
+        try:
+            outcome: tuple[bool, Any] = (True, prepare(state, run_id))
+        except BaseException as exc:  # handed to the caller
+            outcome = (False, exc)
+        with lock:
+            if not left[0]:
+                done.append(outcome)
+                ended.set()
+                return
+        if outcome[0]:
+            _let_go(name, entry, outcome[1], run_id)
+
+    context = contextvars.copy_context()
+    threading.Thread(
+        target=context.run, args=(job,), name=f"endstate-prepare {name[:60]}", daemon=True
+    ).start()
+    ended.wait(seconds)
+    with lock:
+        left[0] = not done
+    if left[0]:
+        raise PrepareHangs(
+            f"agent {name!r} could not be set up: its catalog entry's prepare did not finish within "
+            f"{seconds:g} s (does it wait on a server, a lock or a prompt?); nothing was stored, and what it "
+            f"makes if it ends is let go by its cleanup. Make prepare return, or give it longer: "
+            f"${ENV_PREPARE_TIMEOUT}=SECONDS (at most {MAX_PREPARE_TIMEOUT:g})"
+        )
+    [(returned, value)] = done
+    if not returned:
+        raise value
+    prepared: State = value
+    return prepared
+
+
+def _let_go(name: str, entry: AgentEntry, state: Any, run_id: str) -> None:
+    """A `prepare` that ended after its deadline: its world is no run's, so its `cleanup` lets it go."""
+    log.warning("agent %r: prepare for run %s ended after its deadline; its cleanup lets it go", name, run_id)
+    if entry.cleanup is None:
+        return
+    try:
+        entry.cleanup(state)
+    except (Exception, SystemExit):
+        log.warning("agent %r: the cleanup after a late prepare (run %s) failed", name, run_id, exc_info=True)
 
 
 @dataclass(frozen=True)

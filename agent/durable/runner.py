@@ -51,7 +51,16 @@ from agent.durable._behind import Behind, writer_pool
 from agent.durable._ends import HeldEnds, held_ends
 from agent.durable._lapse import LapseWatch
 from agent.durable._storetime import StoreClock
-from agent.durable.catalog import AgentEntry, Catalog, State, load_catalog
+from agent.durable.catalog import (
+    MAX_PREPARE_TIMEOUT,
+    AgentEntry,
+    AgentUnavailable,
+    Catalog,
+    State,
+    load_catalog,
+    prepare_timeout,
+    prepare_within,
+)
 from agent.durable.store import (
     Lease,
     LeaseLost,
@@ -81,6 +90,7 @@ from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
 from agent.text import one_line
+from agent.tools import loggable, said
 from agent.verify import Verifier, check_once, timeout_of
 
 if TYPE_CHECKING:
@@ -101,11 +111,6 @@ T = TypeVar("T")
 
 class AnswerError(EndstateError):
     """The answer does not fit what the run waits for (an answer for an approval, or none)."""
-
-
-class AgentUnavailable(EndstateError):
-    """A catalog entry's own code (`prepare`, `build`) failed: the deployment's fault, not the
-    request's; the message names the entry, the step and the exception."""
 
 
 class Unrecoverable(EndstateError):
@@ -134,7 +139,7 @@ def from_catalog(name: str, step: str, call: Callable[[], T]) -> T:
     except (Exception, SystemExit) as exc:
         raise AgentUnavailable(
             f"agent {name!r} could not be set up: its catalog entry's {step} raised "
-            f"{type(exc).__name__}: {exc}; nothing was changed"
+            f"{type(exc).__name__}: {said(exc)}; nothing was changed"
         ) from exc
 
 
@@ -213,7 +218,10 @@ class Runner:
         clock: Clock = SYSTEM_CLOCK,
         on_audit: Callable[[str, str, str], None] | None = None,
         checkpoints_on_loop: bool = True,
+        prepare_seconds: float | None = None,
     ) -> None:
+        """`prepare_seconds`: how long a catalog entry's `prepare` may take when a run starts (None:
+        `$ENDSTATE_PREPARE_TIMEOUT`, else 300); past it the start fails `PrepareHangs`, nothing stored."""
         if isinstance(store, str | os.PathLike):
             raise ConfigError(
                 f"Runner takes an open store, not its URL: Runner(open_store({str(store)!r}), catalog)"
@@ -227,6 +235,12 @@ class Runner:
             raise ConfigError(
                 f"lease_seconds must be a finite number of seconds above 0 (how long a run stays this "
                 f"runner's unrenewed; 30 by default), not {lease_seconds!r}"
+            )
+        self.prepare_seconds = prepare_timeout() if prepare_seconds is None else prepare_seconds
+        if not (is_number(self.prepare_seconds) and 0 < self.prepare_seconds <= MAX_PREPARE_TIMEOUT):
+            raise ConfigError(
+                f"prepare_seconds must be a number of seconds above 0 and at most {MAX_PREPARE_TIMEOUT:g} "
+                f"(how long a catalog entry's prepare may take), not {prepare_seconds!r}"
             )
         self.store = store
         # on the system clock, the store's time (deadlines are set and judged alike on every host)
@@ -291,8 +305,9 @@ class Runner:
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
         check_state(state or {})
         state = dict(state or {})
-        if entry.prepare is not None:
-            state = from_catalog(agent, "prepare", functools.partial(entry.prepare, state, run_id))
+        if entry.prepare is not None:  # within its deadline: one that hangs holds no caller for ever
+            prepare = functools.partial(prepare_within, agent, entry, state, run_id, self.prepare_seconds)
+            state = from_catalog(agent, "prepare", prepare)
         try:
             check_state(state)  # with what `prepare` added
             built = self._agent(agent, state, run_id, task_type)
@@ -853,7 +868,7 @@ class Runner:
         except Exception as exc:  # the segment itself failed, past every catch of the loop or a
             # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
             # Left to recovery, it would fail the same way on every worker, for ever
-            log.error("run %s: its segment raised %s", job.run_id, _why(exc), exc_info=True)
+            log.error("run %s: its segment raised %s", job.run_id, _why(exc), exc_info=loggable(exc))
             return await self._on_writer(self._end_unresumable, job.record, exc, type(exc).__name__), False
         except BaseException:  # cut off (a shutdown, Ctrl-C): its lease lapses and recovery continues it
             self._let_go(job.run_id, None)
@@ -889,8 +904,8 @@ class Runner:
             except EndstateError as exc:  # refused as it began: given back, and the run says why
                 log.error("run %s: %s", job.run_id, exc)
                 return None
-            except Exception:
-                log.exception("run %s failed in the runner", job.run_id)
+            except Exception as exc:
+                log.error("run %s failed in the runner", job.run_id, exc_info=loggable(exc))
                 return None
 
         task = asyncio.get_running_loop().create_task(guarded(), name=f"run-{job.run_id}")
@@ -1048,8 +1063,8 @@ class Runner:
         if entry is not None and entry.cleanup is not None:
             try:
                 entry.cleanup(job.record.state)
-            except (Exception, SystemExit):  # the run's end is recorded: its audit is still planned
-                log.warning("cleanup of run %s failed", job.run_id, exc_info=True)
+            except (Exception, SystemExit) as exc:  # the run's end is recorded: its audit is still planned
+                log.warning("cleanup of run %s failed", job.run_id, exc_info=loggable(exc))
 
     def _own_cancel(self, job: Job) -> CancelSignal | None:
         """The run's own cancel signal, from its catalog entry's `cancel(state)`."""
@@ -1318,7 +1333,9 @@ def head_kind(head_json: str | None) -> SnapshotKind | None:
 
 
 def _why(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {exc}"
+    """What went wrong, in words: an exception of a catalog's or an agent's own code is read by `said`
+    (within its bound: its `__str__` may hang)."""
+    return str(exc) if isinstance(exc, EndstateError) else f"{type(exc).__name__}: {said(exc)}"
 
 
 def _as_ended(why: str) -> str:

@@ -31,14 +31,14 @@ from agent._codec import encode_entry
 from agent.agent import Agent
 from agent.clock import CancelSignal, check_cancel, unanswered
 from agent.context import CallRecord, RunContext
-from agent.durable.catalog import AgentEntry, Catalog
+from agent.durable.catalog import AgentEntry, Catalog, PrepareHangs, prepare_timeout, prepare_within
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.journal import Journal, Result
 from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _wire as w
 from agent.temporal._attempts import Attempts
-from agent.tools import UNKNOWN_TOOL, execute
+from agent.tools import UNKNOWN_TOOL, execute, plain_error, said_soon
 from agent.verify import run_verifiers
 
 log = logging.getLogger("endstate.temporal")
@@ -102,10 +102,14 @@ class EndstateActivities:
             state = dict(run.get("state") or {})
             if entry.prepare is not None and not run.get("prepared"):  # in a thread: it may block
                 async with _heartbeats():
-                    state = await asyncio.to_thread(entry.prepare, state, run["run_id"])
+                    state = await asyncio.to_thread(
+                        prepare_within, run["agent"], entry, state, run["run_id"], _prepare_seconds()
+                    )
             agent = self._build({**run, "state": state})
         except ConfigError as exc:
             raise self._refusal(run, exc) from exc
+        except PrepareHangs as exc:  # tried again, it would hang again (and hold one more thread)
+            raise ApplicationError(str(exc), type="PrepareHangs", non_retryable=True) from None
         return self._told(run, {"state": state, "plan": w.plan_of(agent)}, state)
 
     @activity.defn(name=w.MODEL)
@@ -142,7 +146,8 @@ class EndstateActivities:
                     details = {"error_type": exc.error_type, "cut": _dicts(cut)}
                     raise _failure(str(exc), "ModelError", details) from exc
                 except Exception as exc:  # an adapter bug: the run ends as error, not retried
-                    raise _failure(f"{exc}", type(exc).__name__) from exc
+                    cause = exc if plain_error(exc) else None  # Temporal reads a cause's message on the loop
+                    raise _failure(await said_soon(exc), type(exc).__name__) from cause
 
     @activity.defn(name=w.MODEL_BY_DIGEST)
     @_timed
@@ -275,10 +280,10 @@ class EndstateActivities:
         async with _heartbeats():
             try:
                 return (await run_verifiers(agent.verifiers, ctx)).failures  # each within its timeout
-            except Exception as exc:
+            except Exception as exc:  # its message read off the loop; a cause Temporal could not read dropped
                 raise ApplicationError(
-                    f"{exc}", type=type(exc).__name__, non_retryable=True, category=BENIGN
-                ) from exc
+                    await said_soon(exc), type=type(exc).__name__, non_retryable=True, category=BENIGN
+                ) from (exc if plain_error(exc) else None)
 
     @activity.defn(name=w.CLEANUP)
     async def cleanup(self, run: dict[str, Any]) -> None:
@@ -724,3 +729,17 @@ async def call_state(ask: dict[str, Any]) -> dict[str, Any]:
             started = pending.last_started_time.ToDatetime(tzinfo=UTC).timestamp() if began else None
             return {"pending": True, "attempt": pending.attempt, "started": started}
     return {"pending": False}
+
+
+PREPARE_HEADROOM = 5.0  # seconds kept short of the activity's start-to-close timeout: the worker says why
+
+
+def _prepare_seconds() -> float:
+    """How long a catalog's `prepare` may take on this worker: `$ENDSTATE_PREPARE_TIMEOUT` (else 300 s),
+    ended a little before the activity's own start-to-close timeout, so that the run ends naming the
+    hung `prepare` (`PrepareHangs`), not with a timeout Temporal would try again."""
+    seconds = prepare_timeout()
+    whole = activity.info().start_to_close_timeout
+    if whole is not None and whole.total_seconds() > 2 * PREPARE_HEADROOM:
+        seconds = min(seconds, whole.total_seconds() - PREPARE_HEADROOM)
+    return seconds

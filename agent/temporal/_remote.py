@@ -1146,6 +1146,10 @@ class WorkflowTools:
     def outcome(self, value: Any) -> ToolOutcome | None:
         return value.outcome if isinstance(value, Verbatim) else None
 
+    def threadless(self) -> bool:
+        """In a workflow no thread is started (`agent.tools.said` reads a message where it is)."""
+        return workflow.in_workflow()
+
     def offload(self, fn: Callable[..., Any], kwargs: dict[str, Any]) -> Awaitable[Any] | None:
         if (
             workflow.in_workflow()
