@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent._valid import is_text, seconds_in
+from agent._env import seconds_variable
+from agent._valid import is_text
 from agent.agent import Agent
 from agent.clock import CancelSignal
 from agent.errors import ConfigError, EndstateError
@@ -44,17 +45,10 @@ class PrepareHangs(AgentUnavailable):
 
 def prepare_timeout() -> float:
     """The seconds a catalog entry's `prepare` may take: `$ENDSTATE_PREPARE_TIMEOUT`, else
-    `PREPARE_TIMEOUT`; a `ConfigError` saying what to set when the value is no such number."""
-    text = os.environ.get(ENV_PREPARE_TIMEOUT, "").strip()
-    if not text:
-        return PREPARE_TIMEOUT
-    seconds = seconds_in(text, MAX_PREPARE_TIMEOUT)
-    if seconds is None:
-        raise ConfigError(
-            f"${ENV_PREPARE_TIMEOUT} must be a number of seconds above 0 and at most {MAX_PREPARE_TIMEOUT:g} "
-            f"(how long a catalog entry's prepare may take), not {text[:40]!r}"
-        )
-    return seconds
+    `PREPARE_TIMEOUT`."""
+    return seconds_variable(
+        ENV_PREPARE_TIMEOUT, PREPARE_TIMEOUT, MAX_PREPARE_TIMEOUT, "what a catalog entry's prepare may take"
+    )
 
 
 def prepare_within(name: str, entry: AgentEntry, state: State, run_id: str, seconds: float) -> State:

@@ -9,12 +9,11 @@ exiting (an import cannot be killed).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from agent._valid import seconds_in
+from agent._env import seconds_variable
 from agent.errors import ConfigError
 
 T = TypeVar("T")
@@ -30,16 +29,9 @@ class CatalogHangs(ConfigError):
 
 def catalog_timeout() -> float:
     """The seconds a catalog may take to load: `$ENDSTATE_CATALOG_TIMEOUT`, else `CATALOG_TIMEOUT`."""
-    text = os.environ.get(ENV_CATALOG_TIMEOUT, "").strip()
-    if not text:
-        return CATALOG_TIMEOUT
-    seconds = seconds_in(text, MAX_CATALOG_TIMEOUT)
-    if seconds is None:
-        raise ConfigError(
-            f"${ENV_CATALOG_TIMEOUT} must be a number of seconds above 0, at most "
-            f"{MAX_CATALOG_TIMEOUT:g}, got {text[:40]!r}"
-        )
-    return seconds
+    return seconds_variable(
+        ENV_CATALOG_TIMEOUT, CATALOG_TIMEOUT, MAX_CATALOG_TIMEOUT, "what a catalog module may take to load"
+    )
 
 
 def load_within(module: str, load: Callable[[], T], seconds: float | None = None) -> T:
