@@ -50,6 +50,15 @@ Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
 _INTERRUPTED = "The run was interrupted (KeyboardInterrupt in one of its callbacks)."
 
 
+async def _said_uncut(exc: BaseException) -> str:
+    """`said_soon(exc)` where a cancel must not cut the run's end short: one that arrives while the
+    message is read leaves it unread (the cancel stays asked: `cancelling()` still says so)."""
+    try:
+        return await said_soon(exc)
+    except asyncio.CancelledError:
+        return "(its message could not be read: the run was cancelled meanwhile)"
+
+
 @dataclass
 class Agent:
     """What a team defines once and runs many tasks through.
@@ -316,7 +325,7 @@ class Agent:
             taken, note = exc, f"{said(exc)}. The run goes on there; this segment ended here."
             result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
         except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
-            note, kind = f"{type(exc).__name__}: {await said_soon(exc)}", type(exc).__name__
+            note, kind = f"{type(exc).__name__}: {await _said_uncut(exc)}", type(exc).__name__
             if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
                 note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
             result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))

@@ -252,3 +252,37 @@ def test_a_hook_raising_a_hanging_message_is_logged_and_the_run_goes_on(
 
     assert result.reason is StopReason.SUCCESS
     assert "Hangs: (its message could not be read within 0.5 s)" in caplog.text
+
+
+def test_a_cancel_while_a_failed_runs_message_is_read_still_ends_the_run_named() -> None:
+    # Was: the cancel arrived while the segment's catch-all awaited the message (a checkpointer's exception
+    # whose `__str__` hangs), and CancelledError left `arun`: a run with no stop.
+    reading = threading.Event()
+
+    class HangsSaying(Exception):
+        def __str__(self) -> str:
+            reading.set()
+            RELEASE.wait(WAIT)
+            return "late"
+
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen"
+
+    def checkpoint(new: object) -> None:
+        raise HangsSaying()
+
+    async def scenario() -> tuple[RunResult, int]:
+        model = ScriptedModel([[call("look")], [finish("done", "ok")]])
+        agent = Agent(name="a", model=model, tools=[look], checkpoint=checkpoint)  # type: ignore[arg-type]
+        task = asyncio.create_task(agent.arun("t"))
+        await asyncio.to_thread(reading.wait, WAIT)
+        task.cancel()
+        result = await task
+        return result, task.cancelling()
+
+    result, cancelling = in_thread(lambda: asyncio.run(scenario()))
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "HangsSaying")
+    assert "could not be read" in result.note and "cancelled" in result.note
+    assert cancelling == 1  # the caller's cancel is not taken back (the demo reads it)
