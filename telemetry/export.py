@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Protocol, cast
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordProcessor, ReadableLogRecord
@@ -86,6 +86,35 @@ class _Guarded:
             return False
 
 
+class ReasonsHeld(Protocol):
+    """Who keeps the reasons an exporter's lines give while it exports for them (`Delivery`)."""
+
+    def held(self, logger: str, order: int, reason: str) -> None: ...
+
+
+_EXPORTING = threading.local()  # `owner`: whose export runs on this thread now (None: nobody's)
+
+
+def exporting_for() -> ReasonsHeld | None:
+    """Whose export runs on this thread now: an exporter's lines logged meanwhile are its reasons,
+    not another telemetry's (one whose close gave up may still be exporting in the same process)."""
+    owner: ReasonsHeld | None = getattr(_EXPORTING, "owner", None)
+    return owner
+
+
+class _Owned:
+    """`with _Owned(owner):` marks this thread's export as `owner`'s until it ends."""
+
+    def __init__(self, owner: ReasonsHeld | None) -> None:
+        self.owner = owner
+
+    def __enter__(self) -> None:
+        _EXPORTING.owner = self.owner
+
+    def __exit__(self, *exc: object) -> None:
+        _EXPORTING.owner = None
+
+
 def _said(exc: Exception) -> str:
     """An exception as one line names it: its type, and its message when that can be read."""
     try:
@@ -115,6 +144,7 @@ class CountingExporter(_Guarded, SpanExporter):
         mend_first: bool = False,
         rejections: Rejections | None = None,
         on_rejected: Callable[[int], None] | None = None,
+        owner: ReasonsHeld | None = None,
     ) -> None:
         self.inner, self.what = inner, "span"
         self._on_failure = on_failure
@@ -122,8 +152,13 @@ class CountingExporter(_Guarded, SpanExporter):
         self._mend_first = mend_first
         self._rejections = rejections  # spans the collector answered it rejected (partial success)
         self._on_rejected = on_rejected
+        self._owned = _Owned(owner)  # who keeps the reasons its exporter's lines give
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._owned:
+            return self._counted(spans)
+
+    def _counted(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._on_attempt is not None:
             self._on_attempt(SIGNAL_TRACES)
         if self._mend_first:
@@ -157,14 +192,20 @@ class CountingLogExporter(_Guarded, LogRecordExporter):
         on_attempt: Callable[[str], None],
         rejections: Rejections | None = None,
         on_rejected: Callable[[int], None] | None = None,
+        owner: ReasonsHeld | None = None,
     ) -> None:
         self.inner, self.what = inner, "event"
         self._on_failure = on_failure
         self._on_attempt = on_attempt
         self._rejections = rejections  # events the collector answered it rejected (partial success)
         self._on_rejected = on_rejected
+        self._owned = _Owned(owner)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        with self._owned:
+            return self._counted(batch)
+
+    def _counted(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         self._on_attempt(SIGNAL_LOGS)
         try:
             result = self.inner.export(batch)

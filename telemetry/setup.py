@@ -71,6 +71,7 @@ from telemetry.export import (
     CountingLogExporter,
     FanOutExporter,
     JsonLinesExporter,
+    exporting_for,
 )
 from telemetry.metrics import MetricsHooks, PendingSource
 from telemetry.observer import TelemetryHooks
@@ -158,6 +159,7 @@ class Telemetry:
             mend_first=capture.spans,  # captured content: text from tools and models, any text
             rejections=getattr(exporter, REJECTIONS, None),
             on_rejected=lambda count: metrics.record_spans_dropped(count, n.DROP_EXPORT_FAILED),
+            owner=delivery,
         )
         spans = CountedBatchProcessor(counting, metrics.record_spans_dropped, *_queue_sizes(environ))
         provider = TracerProvider(
@@ -224,13 +226,22 @@ class Delivery:
         self.said = False
         self._lock = threading.Lock()
         self._loggers = loggers  # whose lines give the reason: the signal's exporters'
+        self._held: dict[str, tuple[int, str]] = {}  # logger name: (order, reason), logged in its exports
         self._since = _HOLD_BACK.seen()  # a reason held back before is another telemetry's
         _hold_back_exporter_lines()
 
+    def held(self, logger: str, order: int, reason: str) -> None:
+        """A line its exporter logged while exporting for it (`exporting_for`)."""
+        with self._lock:
+            self._held[logger] = (order, reason)
+
     @property
     def reason(self) -> str:
-        """The latest reason this signal's exporters gave since this telemetry was set up; "" if none."""
-        return _HOLD_BACK.latest(self._loggers, self._since)
+        """The latest reason this signal's exporters gave in its exports (else, in no telemetry's
+        export, since this one was set up); "" if none."""
+        with self._lock:
+            own = [self._held[name] for name in self._loggers if name in self._held]
+        return max(own)[1] if own else _HOLD_BACK.latest(self._loggers, self._since)
 
     def failed(self, count: Callable[[str], None]) -> Callable[[str], None]:
         """`count`, and the one line the first time an export fails."""
@@ -275,26 +286,39 @@ def _without_password(url: str) -> str:
 
 
 class _HoldBack(logging.Filter):
-    """Keeps the exporters' failure lines off the console; remembers each logger's latest reason."""
+    """Keeps the exporters' failure lines off the console; gives each line's reason to the telemetry
+    whose export logged it (`exporting_for`), and remembers each logger's latest other reason. The
+    exporters log on their own threads: its state is read and written under a lock."""
 
     def __init__(self) -> None:
         super().__init__()
+        self._lock = threading.Lock()
         self._held = itertools.count(1)  # lines held back so far: orders the reasons
         self._latest: dict[str, tuple[int, str]] = {}  # logger name: (its line's order, its reason)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.WARNING:
-            self._latest[record.name] = (next(self._held), " ".join(record.getMessage().split())[:200])
-            return False
-        return True
+        if record.levelno < logging.WARNING:
+            return True
+        reason = " ".join(record.getMessage().split())[:200]
+        with self._lock:
+            order = next(self._held)
+            owner = exporting_for()
+            if owner is None:
+                self._latest[record.name] = (order, reason)
+        if owner is not None:
+            owner.held(record.name, order, reason)
+        return False
 
     def seen(self) -> int:
         """The order of the latest line held back (0: none yet)."""
-        return max((order for order, _ in self._latest.values()), default=0)
+        with self._lock:
+            return max((order for order, _ in self._latest.values()), default=0)
 
     def latest(self, loggers: tuple[str, ...], since: int) -> str:
-        """The latest reason of `loggers`, held back after the line `since`; "" if none."""
-        found = [self._latest[name] for name in loggers if name in self._latest]
+        """The latest reason of `loggers` logged in no telemetry's export, held back after the line
+        `since`; "" if none."""
+        with self._lock:
+            found = [self._latest[name] for name in loggers if name in self._latest]
         order, reason = max(found, default=(0, ""))
         return reason if order > since else ""
 
@@ -456,6 +480,7 @@ def _logger_provider(
         metrics.record_export_attempt,
         getattr(exporter, REJECTIONS, None),
         lambda count: metrics.record_events_dropped(count, n.DROP_EXPORT_FAILED),
+        owner=delivery,
     )
     events = CountedLogProcessor(counting, metrics.record_events_dropped, *_queue_sizes(environ, _LOG_QUEUE))
     provider = LoggerProvider(resource=resource_from_env(), shutdown_on_exit=False)
