@@ -197,6 +197,7 @@ def test_a_store_migrated_past_the_reviews_version_without_it_gets_the_reviews_t
     first._rows("ALTER TABLE endstate_runs DROP COLUMN lease_seconds")  # type: ignore[attr-defined]  (13)
     for column in ("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer"):  # (14)
         first._rows(f"ALTER TABLE endstate_runs DROP COLUMN {column}")  # type: ignore[attr-defined]
+    first._rows("ALTER TABLE endstate_runs DROP COLUMN journal_length")  # type: ignore[attr-defined]  (15)
     first._rows("DELETE FROM endstate_schema WHERE version = 5 OR version >= 8")  # type: ignore[attr-defined]
     first.close()
     again = open_store(url)

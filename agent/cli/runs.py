@@ -531,7 +531,9 @@ def pending_json(r: RunRecord, now: float) -> str:
     """A waiting run as `pending --json` prints it: its record, whether its deadline passed, and the
     words to look closely at (as the line says them, and `/pending` gives them; --json had neither)."""
     expired = r.deadline is not None and r.deadline <= now
-    return json_text(r.to_dict() | {"expired": expired, "look_closely": lookalikes(r.asked)})
+    return json_text(
+        r.to_dict() | {"expired": expired, "damaged": r.damage, "look_closely": lookalikes(r.asked)}
+    )
 
 
 def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:
@@ -548,7 +550,10 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
     if r.refused:  # the last answer given was not taken: its giver reads why here
         lines.append(f"    ! {one_line(r.refused)}")
     lines.extend(f"    ! look closely: {word}" for word in lookalikes(r.asked))
-    if left <= 0:
+    if r.damage:  # its journal lost its end: no answer is taken
+        lines[0] += "; DAMAGED"
+        lines.append(f"    -> damaged, not answerable: {one_line(r.damage)}")
+    elif left <= 0:
         late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
         lines.append(f"    -> {late}")
     else:  # for an approval, the question names the call and its arguments

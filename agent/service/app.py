@@ -581,6 +581,7 @@ def pending_item(r: RunRecord, now: float) -> dict[str, Any]:
         "expired": r.deadline is not None and r.deadline <= now,  # no answer is taken any more
         "waiting_seconds": round(waited_seconds(r, now), 3),
         "refused": r.refused,  # why the last answer given was not taken (the run waits for another)
+        "damaged": r.damage,  # why it cannot be answered: its stored journal lost its end (else null)
         # who answered it last (an earlier question, or an answer not taken), when and what
         **{k: getattr(r, k) for k in ("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer")},
         "look_closely": lookalikes(r.asked),  # words whose letters mix scripts: a Cyrillic a in an address

@@ -385,7 +385,7 @@ def item(b: Briefing, now: float, signed_in: bool, view: View, name: str = "") -
     deadline = when(r.deadline or now)
     times = f"""Waiting <span class="waited">{span(waited_seconds(r, now))}</span>;
   deadline {e(deadline)} (<span class="left">{span((r.deadline or now) - now)}</span> left)"""
-    kind = "run expired" if b.expired else "run"
+    kind = "run damaged" if r.damage else "run expired" if b.expired else "run"
     return f"""<article class="{kind}" id="run-{e(r.run_id)}" data-run-id="{e(r.run_id)}">
   <header><a class="agent" href="{e(view.url(agent=r.agent, page=None))}">{e(r.agent)}</a>
   <a class="type" href="{e(view.url(task_type=r.task_type, page=None))}">{e(r.task_type)}</a>
@@ -395,8 +395,19 @@ def item(b: Briefing, now: float, signed_in: bool, view: View, name: str = "") -
   {_refused(r)}{_last_answer(r)}{_call(r, b.preview) or _look_closely(r)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
   <p class="times">{times}</p>
-  {_expired(r, now) if b.expired else _forms(r, view, name) if signed_in else _SIGN_IN_TO_ANSWER}
+  {_actions(b, now, signed_in, view, name)}
 </article>"""
+
+
+def _actions(b: Briefing, now: float, signed_in: bool, view: View, name: str) -> str:
+    """What a person can do about the run: nothing but fix a damaged one or wait out an expired one;
+    else answer it (signed in)."""
+    r = b.record
+    if r.damage:
+        return f'<p class="damaged-note"><strong>Damaged:</strong> {escape(r.damage)}</p>'
+    if b.expired:
+        return _expired(r, now)
+    return _forms(r, view, name) if signed_in else _SIGN_IN_TO_ANSWER
 
 
 def _question(r: RunRecord) -> str:

@@ -38,6 +38,7 @@ from agent.durable.store.base import (
     damaged_run,
     dumps,
     pending_of,
+    short_journal,
     too_late,
 )
 from agent.errors import SnapshotError
@@ -60,12 +61,20 @@ LIST_COLUMNS = (
     "cache_write_tokens, active_seconds, waiting_seconds, trace_id, "
     "note, summary, output, verified, error_type, segments, question, pending, deadline, suspended_at, "
     "interrupted, owner, lease_until, answer, approved, answered_at, refused, head_version, lease_seconds, "
-    "last_answer_by, last_answer_at, last_answer_kind, last_answer"
+    "last_answer_by, last_answer_at, last_answer_kind, last_answer, journal_length"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
 # these rows only, and a planner can match a literal condition to them without knowing a parameter.
 WAITING = f"status = '{RunStatus.WAITING}'"
+# Whether a listed run's journal lost its end: the store lacks the last entry the run recorded (one
+# look-up in the entries' key per run, whatever the journal's length). NULL (false) for a run whose
+# length was never recorded (schema 15), or that recorded none. A scalar subquery (the key makes it
+# one row or none), not NOT EXISTS, which PostgreSQL may plan as a hash of the whole entries table.
+JOURNAL_SHORT = (
+    f"(r.journal_length > 0 AND (SELECT 1 FROM {ENTRIES} e WHERE e.run_id = r.run_id "
+    "AND e.seq = r.journal_length - 1) IS NULL) AS journal_short"
+)
 Row = dict[str, Any]
 log = logging.getLogger("endstate.store")
 
@@ -179,6 +188,7 @@ class SqlStore:
             **{"status": RunStatus.RUNNING, "state": dumps(run.state), "started_at": now, "updated_at": now},
             **{"segments": 1, "owner": lease.owner, "lease_until": float(lease.seconds)},
             "lease_seconds": float(lease.seconds),
+            "journal_length": 0,
         }
         marks = ", ".join(f"{self.clock} + ?" if c == "lease_until" else "?" for c in values)
         # not the id of a pruned run whose label or audit is kept: this run would take them over
@@ -236,6 +246,8 @@ class SqlStore:
             values |= {"answer": None, "approved": None, "answered_at": None}
         if (rest := outcome.rest) is not None and outcome.snapshot is None:  # its head, as it would have
             values |= head_values(rest.head)
+        if (length := _length(outcome)) is not None:  # the journal's, written with its last entries
+            values["journal_length"] = length
         sql = (
             f"UPDATE {TABLE} SET {assign(values, self.clock)} WHERE run_id = ? AND owner = ? "
             f"RETURNING {LIST_COLUMNS}"
@@ -449,6 +461,8 @@ class SqlStore:
                     f"run {run_id}: its journal entry {i} is missing (the next is {row['seq']}); nothing "
                     f"was changed. {damaged_run(run_id)}"
                 )
+        if record.journal_length is not None and len(rows) < record.journal_length:  # its end is lost
+            raise short_journal(run_id, len(rows), record.journal_length)
         try:
             return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
         except SnapshotError as exc:
@@ -498,11 +512,19 @@ class SqlStore:
         cut in SQL, over the waiting runs' own index (schema 10). A row it cannot read is left out
         (and logged), its id in `damaged`: the page holds `len(listing) + len(listing.damaged)` rows."""
         where, params = _waiting_where(agent, task_type)
-        sql = (
-            f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE {where} ORDER BY {self.waiting_order} "
-            f"LIMIT {int(limit)} OFFSET {int(offset)}"
-        )
-        return records_of(self._rows(sql, params, retry=True))
+        cut = f"ORDER BY {self.waiting_order} LIMIT {int(limit)} OFFSET {int(offset)}"
+        return records_of(self._rows(self._journal_checked(where, cut), params, retry=True))
+
+    def _journal_checked(self, where: str, cut: str) -> str:
+        """The waiting runs' page (`where`, ordered and cut by `cut`), each row with `JOURNAL_SHORT`,
+        looked up for the page's rows only. SQLite skips the rows an offset passes over before it
+        computes a column, and would sort a page read as a subquery again: one select. PostgreSQL
+        computes the columns of the rows it skips too (a look-up for each run the offset passes), so
+        it reads the page first, as a subquery, whose order its outer select keeps without a sort."""
+        if self.dialect == "sqlite":
+            return f"SELECT {LIST_COLUMNS}, {JOURNAL_SHORT} FROM {TABLE} r WHERE {where} {cut}"
+        page = f"SELECT {LIST_COLUMNS} FROM {TABLE} WHERE {where} {cut}"
+        return f"SELECT r.*, {JOURNAL_SHORT} FROM ({page}) r ORDER BY {self.waiting_order}"
 
     def waiting_counts(self) -> list[tuple[str, str, int]]:
         """How many runs wait for a person, by (agent, task type): counted in SQL, from the index."""
@@ -673,7 +695,17 @@ def checkpoint_rows(
     values["state"] = dumps(head.state) if head.state else "{}"
     values["lease_until"], values["updated_at"] = float(lease.seconds), now
     values["lease_seconds"] = float(lease.seconds)
+    values["journal_length"] = checkpoint.first + len(checkpoint.entries)
     return values, entry_rows(checkpoint)
+
+
+def _length(outcome: Outcome) -> int | None:
+    """The journal's length once a segment's result is recorded: its final snapshot's, or that of the
+    entries its last checkpoint failed to write; None when it writes no entries (the length stands)."""
+    if outcome.snapshot is not None:
+        return len(outcome.snapshot.journal)
+    rest = outcome.rest
+    return None if rest is None else rest.first + len(rest.entries)
 
 
 def head_values(head: Snapshot) -> dict[str, Any]:
@@ -798,6 +830,7 @@ def record_of(row: Row) -> RunRecord:
         approved=None if row.get("approved") is None else bool(row["approved"]),
         usage=usage_of(row),
         snapshot_json=row.get("snapshot"),
+        journal_short=bool(row.get("journal_short")),
     )
 
 
@@ -873,6 +906,7 @@ _NUMBERS = (  # the row's number columns (a listing may leave some out)
     *("started_at", "updated_at", "ended_at", "turns", "active_seconds", "waiting_seconds", "segments"),
     *("deadline", "suspended_at", "lease_until", "answered_at", "cost_usd", "input_tokens", "output_tokens"),
     *("cache_read_tokens", "cache_write_tokens", "head_version", "lease_seconds", "last_answer_at"),
+    "journal_length",
 )
 
 _PLAIN = [
@@ -880,5 +914,5 @@ _PLAIN = [
     *("active_seconds", "waiting_seconds", "trace_id", "note"),
     *("summary", "output", "error_type", "segments", "question", "deadline", "suspended_at", "owner"),
     *("lease_until", "answer", "answered_at", "refused", "head_version", "lease_seconds"),
-    *("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer"),
+    *("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer", "journal_length"),
 ]

@@ -150,6 +150,11 @@ class RunRecord(WithUsage):
     last_answer_at: float | None = None
     last_answer_kind: str | None = None
     last_answer: str | None = None
+    # how many journal entries the run stored, as its last write recorded (schema 15; None before: its
+    # journal is read unchecked until then); and, in the waiting runs' listing only, whether the store
+    # holds fewer than that (its journal lost its end: the run cannot be answered)
+    journal_length: int | None = None
+    journal_short: bool = False
 
     @property
     def answered_note(self) -> str:
@@ -157,6 +162,17 @@ class RunRecord(WithUsage):
         `answered by ana at 2026-09-14 08:30:00 UTC: denied 'too wide'`; '' when no answer was recorded."""
         return answered_note(
             self.last_answer_by, self.last_answer_at, self.last_answer_kind, self.last_answer
+        )
+
+    @property
+    def damage(self) -> str | None:
+        """Why the run cannot be answered, when the waiting runs' listing found its journal short
+        (`journal_short`); None otherwise."""
+        if not self.journal_short:
+            return None
+        return (
+            f"run {self.run_id}: its journal lacks its last entries (the run recorded "
+            f"{self.journal_length}); it cannot be answered. {damaged_run(self.run_id)}"
         )
 
     @property
@@ -183,13 +199,15 @@ class RunRecord(WithUsage):
         for k, v in self.__dict__.items():
             if k == "usage":
                 data |= self.usage.flat()
-            elif k not in ("snapshot_json", "head_version", "owner", "lease_seconds"):
+            elif k not in ("snapshot_json", "head_version", "owner", "lease_seconds", *_JOURNAL):
                 data[k] = v
         data["status"] = str(self.status)
         data["stop_reason"] = str(self.stop_reason) if self.stop_reason else None
         data["pending"] = self.pending.__dict__ if self.pending else None
         return data
 
+
+_JOURNAL = ("journal_length", "journal_short")  # for the store's checks (a listing says `damaged`)
 
 # the long texts an overview cuts
 CUT_TEXTS = ("task", "note", "summary", "output", "question", "answer", "refused", "last_answer")
@@ -496,6 +514,15 @@ def damaged_run(run_id: str) -> str:
 
 
 ENDS_IT = re.compile(r", or `endstate end [^`]*` ends it \(its journal is kept for review\)")
+
+
+def short_journal(run_id: str, stored: int, recorded: int) -> DamagedJournal:
+    """The refusal of a run whose stored journal holds fewer entries than the run recorded writing."""
+    lost = recorded - stored
+    return DamagedJournal(
+        f"run {run_id}: its journal ends after {stored} entries, but the run recorded {recorded} (its last "
+        f"{lost} {'is' if lost == 1 else 'are'} missing); nothing was changed. {damaged_run(run_id)}"
+    )
 
 
 def too_late(run_id: str, deadline: float, ends_it: str) -> NotClaimable:
