@@ -36,11 +36,6 @@ def register(task_queue: str, setup: WorkerSetup) -> None:
     _SETUPS[task_queue] = setup
 
 
-def unregister(task_queue: str, setup: WorkerSetup) -> None:
-    if _SETUPS.get(task_queue) is setup:
-        del _SETUPS[task_queue]
-
-
 def lookup(task_queue: str) -> WorkerSetup:
     """The setup of this process's worker on `task_queue`; defaults (no telemetry) for a replayer."""
     return _SETUPS.get(task_queue) or _DEFAULT
