@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import tempfile
 import threading
 import uuid
@@ -372,7 +373,8 @@ def _catalog_world(
     the entry's `cleanup` runs after (also for a case past its deadline, in the background)."""
     entry = catalog.entry(case.agent)
     run_id = f"eval-{uuid.uuid4().hex[:12]}"
-    state = dict(case.state)
+    state = copy.deepcopy(dict(case.state))  # its own: a prepare that appends to a list in it changed the
+    # case's, so the next round of --repeat (or check_case) began from another state
     state = entry.prepare(state, run_id) if entry.prepare else state
     try:
         with tempfile.TemporaryDirectory(prefix="endstate-eval-") as tmp:
@@ -465,7 +467,8 @@ def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
 
 def _judged(case: Case, world: World, result: RunResult, segment: int) -> Segment:
     run = Judged(world, result, segment)
-    verdicts = [judge_verdict(ref.name, dict(ref.params), run) for ref in case.judges]
+    # each call its own arguments: a judge that changes a list it is given must not change the next call's
+    verdicts = [judge_verdict(ref.name, copy.deepcopy(dict(ref.params)), run) for ref in case.judges]
     failures = tuple(f for found, _ in verdicts for f in found)
     errors = tuple(error for _, error in verdicts if error)
     return Segment(result, case.expected[segment - 1], failures, errors)
