@@ -34,6 +34,7 @@ from agent.evals.limits import render as render_limits
 from agent.evals.loading import CATALOG_TIMEOUT, ENV_CATALOG_TIMEOUT, load_within
 from agent.evals.report import case_json, not_run, render, summarize
 from agent.evals.runner import ModelFactory, Outcome, merge_rounds, run_cases
+from agent.text import one_line
 
 
 def register(sub: Any) -> None:
@@ -197,8 +198,19 @@ def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
     print(json.dumps({"summary": summary}))
     for name in summary["false_successes"]:
         print(f"endstate eval: FALSE SUCCESS: {name}", file=sys.stderr)
+    for o in outcomes:  # a CI log keeps stderr: a crashed or unmet case said there too, not only exit 1
+        if o.case.name in summary["failed"] and not o.false_success:
+            why = one_line("; ".join(o.problems))
+            print(f"endstate eval: FAILED: {o.case.name}: {_cut(why, MAX_SAID)}", file=sys.stderr)
     for name in summary["unjudged"]:
         print(f"endstate eval: success not checked (no judge, replay not checked): {name}", file=sys.stderr)
+
+
+MAX_SAID = 500  # characters of a failed case's problems in its stderr line
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _model_factory(name: str) -> ModelFactory:
