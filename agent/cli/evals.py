@@ -289,7 +289,7 @@ def run_limits_suggest(args: argparse.Namespace) -> int:
     history, source = load_history(args)
     found = [s for s in suggest(history) if not args.task_type or s.task_type in args.task_type]
     if args.task_type and not found and history.task_types():
-        known = ", ".join(history.task_types())
+        known = ", ".join(one_line(t) for t in history.task_types())  # from a file: escaped
         raise LimitsError(f"no runs of task type {', '.join(args.task_type)} in {source}; there are: {known}")
     if args.json:
         print(json.dumps([s.to_dict() for s in found], indent=2))
