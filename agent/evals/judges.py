@@ -8,7 +8,8 @@ from the task's point of view and share no code with the agents' verifiers:
 a broken verifier must not break the judge with it.
 
 Register your own with `@judge("name")`; a case names judges in its `judge`
-field, with keyword arguments as `{name: {arg: value}}`.
+field, with keyword arguments as `{name: {arg: value}}`. A name is one judge's: another
+function registered under a name taken (a shipped judge's, another module's) is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.errors import ConfigError
 from agent.examples import fix_ci, invoice, research
 from agent.examples.scenarios import World
 from agent.result import RunResult, StopReason
@@ -64,6 +66,13 @@ def judge(
     takes a case's arguments when the case loads and says what is wrong with them ("" if nothing)."""
 
     def register(fn: Judge) -> Judge:
+        taken = JUDGES.get(name)
+        if taken is not None and _origin(taken) != _origin(fn):  # the same function again: a re-import
+            raise ConfigError(
+                f"judge {name!r} is already registered by {_origin(taken)}, and {_origin(fn)} registers "
+                "another under that name: the cases naming it would be judged by the last one imported. "
+                "Give it a name of its own"
+            )
         JUDGES[name] = fn
         (NOT_FOR_SUCCESS.discard if judges_success else NOT_FOR_SUCCESS.add)(name)
         CHECKS.pop(name, None)
@@ -72,6 +81,11 @@ def judge(
         return fn
 
     return register
+
+
+def _origin(fn: Judge) -> str:
+    """Where a judge is written: its module and name."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
 
 
 # -- csv -----------------------------------------------------------------------
