@@ -34,7 +34,7 @@ from agent.evals.limits import render as render_limits
 from agent.evals.loading import CATALOG_TIMEOUT, ENV_CATALOG_TIMEOUT, load_within
 from agent.evals.report import case_json, not_run, render, summarize
 from agent.evals.runner import ModelFactory, Outcome, merge_rounds, run_cases
-from agent.text import one_line
+from agent.text import json_text, one_line
 
 
 def register(sub: Any) -> None:
@@ -292,7 +292,7 @@ def run_limits_suggest(args: argparse.Namespace) -> int:
         known = ", ".join(one_line(t) for t in history.task_types())  # from a file: escaped
         raise LimitsError(f"no runs of task type {', '.join(args.task_type)} in {source}; there are: {known}")
     if args.json:
-        print(json.dumps([s.to_dict() for s in found], indent=2))
+        print(json_text([s.to_dict() for s in found], indent=2))  # standard JSON: no NaN
     else:
         print(render_limits(found, source))
     return 0 if any(s.ceilings for s in found) else 1

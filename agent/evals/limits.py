@@ -386,10 +386,13 @@ class Suggestion:
         }
 
 
-def _number(kind: LimitKind, value: float) -> float | int:
+def _number(kind: LimitKind, value: float) -> float | int | None:
     """A whole count of turns or tokens as a JSON integer (`25`, not `25.0`: `Budget` takes no
-    float for them); anything else as it is."""
-    return int(value) if kind in _WHOLE and math.isfinite(value) and value == int(value) else value
+    float for them); a value not known (Prometheus's NaN percentile) as null, which standard JSON
+    holds (`NaN` is refused by jq, JSON.parse and Go); anything else as it is."""
+    if not math.isfinite(value):
+        return None
+    return int(value) if kind in _WHOLE and value == int(value) else value
 
 
 def suggest(history: History, headroom: Headroom = Headroom()) -> list[Suggestion]:
