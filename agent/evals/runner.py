@@ -466,7 +466,9 @@ def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
 
 
 def _judged(case: Case, world: World, result: RunResult, segment: int) -> Segment:
-    run = Judged(world, result, segment)
+    """The segment's judges' verdicts. They see a copy of its snapshot: the one the follow-up resumes
+    from is the run's, and a judge that changed it (its spent turns, its journal) changed the run."""
+    run = Judged(world, replace(result, snapshot=copy.deepcopy(result.snapshot)), segment)
     # each call its own arguments: a judge that changes a list it is given must not change the next call's
     verdicts = [judge_verdict(ref.name, copy.deepcopy(dict(ref.params)), run) for ref in case.judges]
     failures = tuple(f for found, _ in verdicts for f in found)
