@@ -6,6 +6,7 @@ summary, not only the false successes: a crashed case was exit 1 with no word wh
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,53 @@ def test_a_false_success_is_said_once_on_stderr_not_twice(
     out, err = capsys.readouterr()
     assert json.loads(out.splitlines()[-1])["summary"]["failed"] == ["csv/unrejected"]
     assert err.splitlines() == ["endstate eval: FALSE SUCCESS: csv/unrejected"]
+
+
+FLAKY_TEAM = """
+from pathlib import Path
+
+from agent import Agent, Budget
+from agent.durable.catalog import Catalog
+from agent.models.scripted import ScriptedModel, finish
+
+BUILT = []
+
+
+def prepare(state, run_id):
+    folder = Path(state["base"]) / run_id
+    folder.mkdir()
+    return {**state, "workdir": str(folder)}
+
+
+def build(state):
+    BUILT.append(1)  # every other build ends otherwise: a model that varies between rounds
+    said = finish("give_up", "the portal is down") if len(BUILT) % 2 else finish("need_help", "which portal?")
+    return Agent(name="fetcher", model=ScriptedModel([[said]]), budget=Budget(max_turns=3, max_seconds=60),
+                 task_type="fetch")
+
+
+catalog = Catalog()
+catalog.register("fetcher", build, prepare=prepare)
+"""
+
+
+def test_json_says_a_flaky_case_is_flaky_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "evals49_flaky.py").write_text(FLAKY_TEAM)
+    (tmp_path / "worlds").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "evals49_flaky", raising=False)
+    path = tmp_path / "cases.yaml"
+    path.write_text(
+        "cases:\n  - {name: fetch/down, agent: fetcher, catalog: 'evals49_flaky:catalog', task: t,\n"
+        f"     task_type: fetch, expect: gave_up, state: {{base: '{tmp_path / 'worlds'}'}}}}\n"
+    )
+    try:
+        assert main(["eval", str(path), "--repeat", "2", "--json", "--no-progress"]) == 1
+    finally:
+        sys.modules.pop("evals49_flaky", None)
+    out, err = capsys.readouterr()
+    assert json.loads(out.splitlines()[-1])["summary"]["failed"] == ["fetch/down"]
+    said = "FLAKY, met 1 of 2 rounds; expected gave_up, got need_help (which portal?)"
+    assert err.splitlines() == [f"endstate eval: FAILED: fetch/down: {said}"]

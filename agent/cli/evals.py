@@ -200,7 +200,8 @@ def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
         print(f"endstate eval: FALSE SUCCESS: {name}", file=sys.stderr)
     for o in outcomes:  # a CI log keeps stderr: a crashed or unmet case said there too, not only exit 1
         if o.case.name in summary["failed"] and not o.false_success:
-            why = one_line("; ".join(o.problems))
+            flaky = [f"FLAKY, met {o.rounds[0]} of {o.rounds[1]} rounds"] if o.flaky and o.rounds else []
+            why = one_line("; ".join(flaky + o.problems))
             print(f"endstate eval: FAILED: {o.case.name}: {_cut(why, MAX_SAID)}", file=sys.stderr)
     for name in summary["unjudged"]:
         print(f"endstate eval: success not checked (no judge, replay not checked): {name}", file=sys.stderr)
