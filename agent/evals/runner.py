@@ -18,7 +18,7 @@ from agent.agent import Agent
 from agent.budget import Budget, Extension
 from agent.clock import CancelSignal
 from agent.durable.catalog import Catalog, load_catalog
-from agent.durable.runner import either
+from agent.durable.runner import check_state, either
 from agent.errors import ConfigError
 from agent.evals.case import Case
 from agent.evals.deadline import DEFAULT_TIMEOUT, CaseExit, Phase, PhaseHooks, TimedOut, Watch, bounded
@@ -376,7 +376,9 @@ def _catalog_world(
     state = copy.deepcopy(dict(case.state))  # its own: a prepare that appends to a list in it changed the
     # case's, so the next round of --repeat (or check_case) began from another state
     state = entry.prepare(state, run_id) if entry.prepare else state
+    _check_prepared(case, state)
     try:
+        check_state(state)  # as a start checks it: a state no store keeps would fail in production
         with tempfile.TemporaryDirectory(prefix="endstate-eval-") as tmp:
             world = World(Path(str(state.get("workdir") or tmp)))
             agent = entry.build(state)
@@ -392,6 +394,16 @@ def _catalog_world(
         if entry.cleanup:
             watch.phase = Phase.CLEANUP
             entry.cleanup(state)
+
+
+def _check_prepared(case: Case, state: Any) -> None:
+    """A state `prepare` returned that is no dict (a `prepare` that forgot its `return`) is named as
+    such, before its `cleanup` is handed it (whose error on None hid the cause)."""
+    if not isinstance(state, dict):
+        raise ConfigError(
+            f"agent {case.agent!r}: its catalog entry's prepare returned {type(state).__name__}, not the "
+            "run's state (a dict): return the state, with what it added"
+        )
 
 
 def _replayed(case: Case, world: World) -> Model | None:
