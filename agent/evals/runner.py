@@ -381,12 +381,12 @@ def _catalog_world(
         check_state(state)  # as a start checks it: a state no store keeps would fail in production
         with tempfile.TemporaryDirectory(prefix="endstate-eval-") as tmp:
             world = World(Path(str(state.get("workdir") or tmp)))
-            agent = entry.build(state)
-            if not isinstance(agent, Agent):
-                raise ConfigError(
-                    f"agent {case.agent!r} is a foreign ({agent.framework}) agent: evals replay "
-                    "Endstate agents only"
-                )
+            built = entry.build(state)
+            if not isinstance(built, Agent):
+                raise ConfigError(_not_an_agent(case, built))
+            # the case's own copy, which it changes (model, verifiers, hooks), as a start changes its own:
+            # a catalog whose build returns one shared agent had each case change it for the next
+            agent = replace(built)
             cancel = entry.cancel(state) if entry.cancel else None
             # the world's is set by a replay where the recorded run was cancelled (its host shut down)
             yield agent, world, state, either(cancel, world.cancel)
@@ -394,6 +394,17 @@ def _catalog_world(
         if entry.cleanup:
             watch.phase = Phase.CLEANUP
             entry.cleanup(state)
+
+
+def _not_an_agent(case: Case, built: Any) -> str:
+    """Why what a catalog entry built cannot play a case: a foreign agent, or no agent at all."""
+    framework = getattr(built, "framework", None)
+    if isinstance(framework, str):
+        return f"agent {case.agent!r} is a foreign ({framework}) agent: evals replay Endstate agents only"
+    return (
+        f"agent {case.agent!r}: its catalog entry's build returned {type(built).__name__}, not an Agent "
+        "(its return forgotten?)"
+    )
 
 
 def _check_prepared(case: Case, state: Any) -> None:
