@@ -236,8 +236,8 @@ async def _play(
             with _catalog_world(case, catalogs.get(case.catalog), watch) as (agent, world, state, cancel):
                 if not (played := real or _replayed(case, world) or _offline(agent.model)):
                     return Outcome(case, skipped=CALLS_A_MODEL)
-                _adjust(case, agent, played, break_verifiers)
-                return await _segments(case, agent, world, real, state, cancel, watch)
+                adjusted = _adjust(case, agent, played, break_verifiers)
+                return await _segments(case, adjusted, world, real, state, cancel, watch)
         scenario = _scenario(case)
         with world_for(scenario) as world:
             agent = _agent(case, scenario, world, real, break_verifiers)
@@ -384,12 +384,9 @@ def _catalog_world(
             built = entry.build(state)
             if not isinstance(built, Agent):
                 raise ConfigError(_not_an_agent(case, built))
-            # the case's own copy, which it changes (model, verifiers, hooks), as a start changes its own:
-            # a catalog whose build returns one shared agent had each case change it for the next
-            agent = replace(built)
             cancel = entry.cancel(state) if entry.cancel else None
             # the world's is set by a replay where the recorded run was cancelled (its host shut down)
-            yield agent, world, state, either(cancel, world.cancel)
+            yield built, world, state, either(cancel, world.cancel)
     finally:
         if entry.cleanup:
             watch.phase = Phase.CLEANUP
@@ -429,18 +426,18 @@ def _offline(model: Model) -> Model | None:
     return model if isinstance(model, ScriptedModel) else None
 
 
-def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> None:
-    """The case's model, task type, ceilings and verifiers, in the built agent."""
-    agent.model = model
-    agent.task_type = case.task_type
-    if case.budget:
-        agent.budget = _budget(agent.budget, case.budget)
+def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> Agent:
+    """The agent with the case's model, task type, ceilings and verifiers: a copy, as a start makes
+    (a catalog whose build returns one shared agent had each case change it for the next), and
+    checked as any agent is (a cost budget refuses a model of no known price: `--model` swapped in
+    one, and its cost, unknown, never reached the ceiling)."""
+    budget = _budget(agent.budget, case.budget) if case.budget else agent.budget
     if case.extend:
         get = case.extend.get
         more = Extension(int(get("turns", 0)), get("seconds", 0.0), int(get("tokens", 0)), get("cost", 0.0))
-        agent.budget = agent.budget.plus(more)
-    if break_verifiers or case.break_verifiers:
-        agent.verifiers = ()
+        budget = budget.plus(more)
+    verifiers = () if break_verifiers or case.break_verifiers else agent.verifiers
+    return replace(agent, model=model, task_type=case.task_type, budget=budget, verifiers=verifiers)
 
 
 def _recorder(agent: Agent) -> dict[int, Entry]:
@@ -473,8 +470,7 @@ def _none(world: World) -> list[Any]:
 def _agent(case: Case, scenario: Scenario, world: World, model: Model | None, break_verifiers: bool) -> Agent:
     agent = build_agent(scenario, world, model)
     FIXTURES[case.fixture].apply(agent)
-    _adjust(case, agent, agent.model, break_verifiers)
-    return agent
+    return _adjust(case, agent, agent.model, break_verifiers)
 
 
 def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
