@@ -74,3 +74,22 @@ def test_the_eval_naming_such_a_catalog_says_so_in_one_line_and_exits_2(
     err = capsys.readouterr().err
     assert "'report_is_sourced' is already registered" in err and len(err.splitlines()) == 1
     assert JUDGES["report_is_sourced"] is report_is_sourced
+
+
+def test_one_file_imported_under_two_module_names_is_one_judge(modules: Path) -> None:
+    """A test suite's path can import a team's module twice (`pkg.agents` and `agents`): the same
+    code, so the same judge, not two."""
+    (modules / "evals49_pkg").mkdir()
+    (modules / "evals49_pkg" / "__init__.py").write_text("")
+    (modules / "evals49_pkg" / "evals49_team_a.py").write_text(
+        textwrap.dedent(LENIENT.format(name="evals49_shared"))
+    )
+    sys.path.insert(0, str(modules / "evals49_pkg"))
+    try:
+        importlib.import_module("evals49_pkg.evals49_team_a")
+        importlib.import_module("evals49_team_a")  # the same file, by another name
+    finally:
+        sys.path.remove(str(modules / "evals49_pkg"))
+        sys.modules.pop("evals49_pkg.evals49_team_a", None)
+        sys.modules.pop("evals49_pkg", None)
+    assert JUDGES["evals49_shared"].__module__ == "evals49_team_a"

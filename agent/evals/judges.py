@@ -67,7 +67,7 @@ def judge(
 
     def register(fn: Judge) -> Judge:
         taken = JUDGES.get(name)
-        if taken is not None and _origin(taken) != _origin(fn):  # the same function again: a re-import
+        if taken is not None and _written_at(taken) != _written_at(fn):  # the same one again: a re-import
             raise ConfigError(
                 f"judge {name!r} is already registered by {_origin(taken)}, and {_origin(fn)} registers "
                 "another under that name: the cases naming it would be judged by the last one imported. "
@@ -84,8 +84,16 @@ def judge(
 
 
 def _origin(fn: Judge) -> str:
-    """Where a judge is written: its module and name."""
+    """A judge's module and name, as a message shows it."""
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+
+
+def _written_at(fn: Judge) -> tuple[str, str]:
+    """Where a judge's code is written: its file (so a module imported twice under two names, as a
+    test suite's path can make it, is still one judge) and its name."""
+    code = getattr(fn, "__code__", None)
+    where = code.co_filename if code is not None else getattr(fn, "__module__", "?")
+    return str(where), getattr(fn, "__qualname__", type(fn).__qualname__)
 
 
 # -- csv -----------------------------------------------------------------------
