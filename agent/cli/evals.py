@@ -34,6 +34,7 @@ from agent.evals.limits import render as render_limits
 from agent.evals.loading import CATALOG_TIMEOUT, ENV_CATALOG_TIMEOUT, load_within
 from agent.evals.report import case_json, not_run, render, summarize
 from agent.evals.runner import ModelFactory, Outcome, merge_rounds, run_cases
+from agent.text import json_text, one_line
 
 
 def register(sub: Any) -> None:
@@ -197,8 +198,20 @@ def _print_json(outcomes: list[Outcome], summary: dict[str, Any]) -> None:
     print(json.dumps({"summary": summary}))
     for name in summary["false_successes"]:
         print(f"endstate eval: FALSE SUCCESS: {name}", file=sys.stderr)
+    for o in outcomes:  # a CI log keeps stderr: a crashed or unmet case said there too, not only exit 1
+        if o.case.name in summary["failed"] and not o.false_success:
+            flaky = [f"FLAKY, met {o.rounds[0]} of {o.rounds[1]} rounds"] if o.flaky and o.rounds else []
+            why = one_line("; ".join(flaky + o.problems))
+            print(f"endstate eval: FAILED: {o.case.name}: {_cut(why, MAX_SAID)}", file=sys.stderr)
     for name in summary["unjudged"]:
         print(f"endstate eval: success not checked (no judge, replay not checked): {name}", file=sys.stderr)
+
+
+MAX_SAID = 500  # characters of a failed case's problems in its stderr line
+
+
+def _cut(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _model_factory(name: str) -> ModelFactory:
@@ -277,10 +290,10 @@ def run_limits_suggest(args: argparse.Namespace) -> int:
     history, source = load_history(args)
     found = [s for s in suggest(history) if not args.task_type or s.task_type in args.task_type]
     if args.task_type and not found and history.task_types():
-        known = ", ".join(history.task_types())
+        known = ", ".join(one_line(t) for t in history.task_types())  # from a file: escaped
         raise LimitsError(f"no runs of task type {', '.join(args.task_type)} in {source}; there are: {known}")
     if args.json:
-        print(json.dumps([s.to_dict() for s in found], indent=2))
+        print(json_text([s.to_dict() for s in found], indent=2))  # standard JSON: no NaN
     else:
         print(render_limits(found, source))
     return 0 if any(s.ceilings for s in found) else 1

@@ -8,7 +8,8 @@ from the task's point of view and share no code with the agents' verifiers:
 a broken verifier must not break the judge with it.
 
 Register your own with `@judge("name")`; a case names judges in its `judge`
-field, with keyword arguments as `{name: {arg: value}}`.
+field, with keyword arguments as `{name: {arg: value}}`. A name is one judge's: another
+function registered under a name taken (a shipped judge's, another module's) is refused.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.errors import ConfigError
 from agent.examples import fix_ci, invoice, research
 from agent.examples.scenarios import World
 from agent.result import RunResult, StopReason
@@ -64,6 +66,13 @@ def judge(
     takes a case's arguments when the case loads and says what is wrong with them ("" if nothing)."""
 
     def register(fn: Judge) -> Judge:
+        taken = JUDGES.get(name)
+        if taken is not None and _written_at(taken) != _written_at(fn):  # the same one again: a re-import
+            raise ConfigError(
+                f"judge {name!r} is already registered by {_origin(taken)}, and {_origin(fn)} registers "
+                "another under that name: the cases naming it would be judged by the last one imported. "
+                "Give it a name of its own"
+            )
         JUDGES[name] = fn
         (NOT_FOR_SUCCESS.discard if judges_success else NOT_FOR_SUCCESS.add)(name)
         CHECKS.pop(name, None)
@@ -72,6 +81,19 @@ def judge(
         return fn
 
     return register
+
+
+def _origin(fn: Judge) -> str:
+    """A judge's module and name, as a message shows it."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__qualname__)}"
+
+
+def _written_at(fn: Judge) -> tuple[str, str]:
+    """Where a judge's code is written: its file (so a module imported twice under two names, as a
+    test suite's path can make it, is still one judge) and its name."""
+    code = getattr(fn, "__code__", None)
+    where = code.co_filename if code is not None else getattr(fn, "__module__", "?")
+    return str(where), getattr(fn, "__qualname__", type(fn).__qualname__)
 
 
 # -- csv -----------------------------------------------------------------------

@@ -386,10 +386,13 @@ class Suggestion:
         }
 
 
-def _number(kind: LimitKind, value: float) -> float | int:
+def _number(kind: LimitKind, value: float) -> float | int | None:
     """A whole count of turns or tokens as a JSON integer (`25`, not `25.0`: `Budget` takes no
-    float for them); anything else as it is."""
-    return int(value) if kind in _WHOLE and math.isfinite(value) and value == int(value) else value
+    float for them); a value not known (Prometheus's NaN percentile) as null, which standard JSON
+    holds (`NaN` is refused by jq, JSON.parse and Go); anything else as it is."""
+    if not math.isfinite(value):
+        return None
+    return int(value) if kind in _WHOLE and value == int(value) else value
 
 
 def suggest(history: History, headroom: Headroom = Headroom()) -> list[Suggestion]:
@@ -429,7 +432,7 @@ def _mixed(history: History, task_type: str) -> tuple[str, ...]:
     agents = history.agents(task_type)
     if len(agents) < 2:
         return ()
-    each = ", ".join(f"{a} {n}" for a, n in sorted(agents.items()))
+    each = ", ".join(f"{one_line(a)} {n}" for a, n in sorted(agents.items()))  # names from a file: escaped
     return (
         f"runs of {len(agents)} agents share this task type ({each}): a Budget is one agent's, and these "
         "ceilings come from all of them. Pass --agent NAME to read one agent's runs",
@@ -440,8 +443,8 @@ def only_agent(history: RecordHistory, agent: str, source: str) -> RecordHistory
     """The runs of `agent` alone; an agent with none is refused, naming the agents there are."""
     runs = [r for r in history.runs if r.agent == agent]
     if not runs:
-        known = ", ".join(sorted({r.agent for r in history.runs if r.agent})) or "none named"
-        raise LimitsError(f"no runs of agent {agent} in {source}; there are: {known}")
+        known = ", ".join(sorted({one_line(r.agent) for r in history.runs if r.agent})) or "none named"
+        raise LimitsError(f"no runs of agent {one_line(agent)} in {source}; there are: {known}")
     return RecordHistory(runs)
 
 
@@ -594,7 +597,8 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
             raise ValueError("segments must be a list of JSON objects")
         rows = [{"task_type": obj["task_type"], **s} for s in segments]
         unchecked = _unjudgeable(rows[-1]) if rows else False
-        if rows and (obj.get("false_success") is True or _not_to_succeed(obj) or unchecked or _cut(obj)):
+        false = obj.get("false_success") is True or _judged_wrong(rows) or _not_to_succeed(obj)
+        if rows and (false or unchecked or _cut(obj)):
             rows[-1]["label"] = FALSE_SUCCESS  # the eval's own check, or its case, says it is false
         return rows
     if isinstance(obj, dict) and ("reason" in obj or "stop_reason" in obj):
@@ -605,6 +609,13 @@ def _rows(obj: Any) -> list[dict[str, Any]]:
 def _a_round(obj: Any) -> bool:
     """One round of a repeated eval case: a case object with its segments, not rounds again."""
     return isinstance(obj, dict) and "segments" in obj and "each_round" not in obj
+
+
+def _judged_wrong(segments: list[dict[str, Any]]) -> bool:
+    """A judge found something wrong after one of the case's segments: a false success, whatever the
+    line's `false_success` says (a file of an older version, which counted the last segment's judges
+    only, or one edited by hand)."""
+    return any(s.get("judge_failures") for s in segments)
 
 
 def _unjudgeable(segment: Mapping[str, Any]) -> bool:

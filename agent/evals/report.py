@@ -31,6 +31,7 @@ class Summary:
     unjudged: tuple[str, ...] = ()  # case names: successes no independent check looked at
     flaky: tuple[str, ...] = ()  # case names: met in some rounds of a repeated eval, not in others
     timed_out: tuple[str, ...] = ()  # case names: cut at their deadline (failed cases)
+    failed: tuple[str, ...] = ()  # case names: every case that ran and did not meet its expectations
 
     @property
     def ran(self) -> int:
@@ -49,6 +50,7 @@ class Summary:
             "unjudged": list(self.unjudged),
             "flaky": list(self.flaky),
             "timed_out": list(self.timed_out),
+            "failed": list(self.failed),
             "passed": self.passed,
         }
 
@@ -75,6 +77,7 @@ def summarize(outcomes: Sequence[Outcome]) -> Summary:
         unjudged=tuple(o.case.name for o in outcomes if o.unjudged),
         flaky=tuple(o.case.name for o in outcomes if o.flaky),
         timed_out=tuple(o.case.name for o in outcomes if o.timed_out),
+        failed=tuple(o.case.name for o in outcomes if not o.skipped and not o.met),
     )
 
 
@@ -263,7 +266,7 @@ def _false_successes(outcomes: Sequence[Outcome]) -> list[str]:
         why = ["the task is impossible on purpose"] if o.case.impossible else []
         why += [] if o.case.impossible or o.not_to_succeed is None else [_EXPECTS[o.not_to_succeed]]
         why += [f for s in o.segments for f in s.judge_failures]
-        lines.append(f"!!   {o.case.name}: {'; '.join(why)}")
+        lines.append(f"!!   {o.case.name}: {one_line('; '.join(why))}")  # a judge's words quote the run
     return [*lines, bar]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import tempfile
 import threading
 import uuid
@@ -17,7 +18,7 @@ from agent.agent import Agent
 from agent.budget import Budget, Extension
 from agent.clock import CancelSignal
 from agent.durable.catalog import Catalog, load_catalog
-from agent.durable.runner import either
+from agent.durable.runner import check_state, either
 from agent.errors import ConfigError
 from agent.evals.case import Case
 from agent.evals.deadline import DEFAULT_TIMEOUT, CaseExit, Phase, PhaseHooks, TimedOut, Watch, bounded
@@ -235,8 +236,8 @@ async def _play(
             with _catalog_world(case, catalogs.get(case.catalog), watch) as (agent, world, state, cancel):
                 if not (played := real or _replayed(case, world) or _offline(agent.model)):
                     return Outcome(case, skipped=CALLS_A_MODEL)
-                _adjust(case, agent, played, break_verifiers)
-                return await _segments(case, agent, world, real, state, cancel, watch)
+                adjusted = _adjust(case, agent, played, break_verifiers)
+                return await _segments(case, adjusted, world, real, state, cancel, watch)
         scenario = _scenario(case)
         with world_for(scenario) as world:
             agent = _agent(case, scenario, world, real, break_verifiers)
@@ -372,24 +373,45 @@ def _catalog_world(
     the entry's `cleanup` runs after (also for a case past its deadline, in the background)."""
     entry = catalog.entry(case.agent)
     run_id = f"eval-{uuid.uuid4().hex[:12]}"
-    state = dict(case.state)
+    state = copy.deepcopy(dict(case.state))  # its own: a prepare that appends to a list in it changed the
+    # case's, so the next round of --repeat (or check_case) began from another state
     state = entry.prepare(state, run_id) if entry.prepare else state
+    _check_prepared(case, state)
     try:
+        check_state(state)  # as a start checks it: a state no store keeps would fail in production
         with tempfile.TemporaryDirectory(prefix="endstate-eval-") as tmp:
             world = World(Path(str(state.get("workdir") or tmp)))
-            agent = entry.build(state)
-            if not isinstance(agent, Agent):
-                raise ConfigError(
-                    f"agent {case.agent!r} is a foreign ({agent.framework}) agent: evals replay "
-                    "Endstate agents only"
-                )
+            built = entry.build(state)
+            if not isinstance(built, Agent):
+                raise ConfigError(_not_an_agent(case, built))
             cancel = entry.cancel(state) if entry.cancel else None
             # the world's is set by a replay where the recorded run was cancelled (its host shut down)
-            yield agent, world, state, either(cancel, world.cancel)
+            yield built, world, state, either(cancel, world.cancel)
     finally:
         if entry.cleanup:
             watch.phase = Phase.CLEANUP
             entry.cleanup(state)
+
+
+def _not_an_agent(case: Case, built: Any) -> str:
+    """Why what a catalog entry built cannot play a case: a foreign agent, or no agent at all."""
+    framework = getattr(built, "framework", None)
+    if isinstance(framework, str):
+        return f"agent {case.agent!r} is a foreign ({framework}) agent: evals replay Endstate agents only"
+    return (
+        f"agent {case.agent!r}: its catalog entry's build returned {type(built).__name__}, not an Agent "
+        "(its return forgotten?)"
+    )
+
+
+def _check_prepared(case: Case, state: Any) -> None:
+    """A state `prepare` returned that is no dict (a `prepare` that forgot its `return`) is named as
+    such, before its `cleanup` is handed it (whose error on None hid the cause)."""
+    if not isinstance(state, dict):
+        raise ConfigError(
+            f"agent {case.agent!r}: its catalog entry's prepare returned {type(state).__name__}, not the "
+            "run's state (a dict): return the state, with what it added"
+        )
 
 
 def _replayed(case: Case, world: World) -> Model | None:
@@ -404,18 +426,18 @@ def _offline(model: Model) -> Model | None:
     return model if isinstance(model, ScriptedModel) else None
 
 
-def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> None:
-    """The case's model, task type, ceilings and verifiers, in the built agent."""
-    agent.model = model
-    agent.task_type = case.task_type
-    if case.budget:
-        agent.budget = _budget(agent.budget, case.budget)
+def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> Agent:
+    """The agent with the case's model, task type, ceilings and verifiers: a copy, as a start makes
+    (a catalog whose build returns one shared agent had each case change it for the next), and
+    checked as any agent is (a cost budget refuses a model of no known price: `--model` swapped in
+    one, and its cost, unknown, never reached the ceiling)."""
+    budget = _budget(agent.budget, case.budget) if case.budget else agent.budget
     if case.extend:
         get = case.extend.get
         more = Extension(int(get("turns", 0)), get("seconds", 0.0), int(get("tokens", 0)), get("cost", 0.0))
-        agent.budget = agent.budget.plus(more)
-    if break_verifiers or case.break_verifiers:
-        agent.verifiers = ()
+        budget = budget.plus(more)
+    verifiers = () if break_verifiers or case.break_verifiers else agent.verifiers
+    return replace(agent, model=model, task_type=case.task_type, budget=budget, verifiers=verifiers)
 
 
 def _recorder(agent: Agent) -> dict[int, Entry]:
@@ -448,8 +470,7 @@ def _none(world: World) -> list[Any]:
 def _agent(case: Case, scenario: Scenario, world: World, model: Model | None, break_verifiers: bool) -> Agent:
     agent = build_agent(scenario, world, model)
     FIXTURES[case.fixture].apply(agent)
-    _adjust(case, agent, agent.model, break_verifiers)
-    return agent
+    return _adjust(case, agent, agent.model, break_verifiers)
 
 
 def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
@@ -464,8 +485,11 @@ def _budget(base: Budget, ceilings: Mapping[str, float]) -> Budget:
 
 
 def _judged(case: Case, world: World, result: RunResult, segment: int) -> Segment:
-    run = Judged(world, result, segment)
-    verdicts = [judge_verdict(ref.name, dict(ref.params), run) for ref in case.judges]
+    """The segment's judges' verdicts. They see a copy of its snapshot: the one the follow-up resumes
+    from is the run's, and a judge that changed it (its spent turns, its journal) changed the run."""
+    run = Judged(world, replace(result, snapshot=copy.deepcopy(result.snapshot)), segment)
+    # each call its own arguments: a judge that changes a list it is given must not change the next call's
+    verdicts = [judge_verdict(ref.name, copy.deepcopy(dict(ref.params)), run) for ref in case.judges]
     failures = tuple(f for found, _ in verdicts for f in found)
     errors = tuple(error for _, error in verdicts if error)
     return Segment(result, case.expected[segment - 1], failures, errors)
