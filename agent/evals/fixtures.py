@@ -85,10 +85,3 @@ FIXTURES: dict[str, Fixture] = {
         ),
     )
 }
-
-
-def fixture_named(name: str) -> Fixture:
-    """Look a fixture up; the error lists the names there are."""
-    if name not in FIXTURES:
-        raise KeyError(f"no fixture {name!r}; known: {', '.join(sorted(FIXTURES))}")
-    return FIXTURES[name]
