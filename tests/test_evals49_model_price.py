@@ -6,6 +6,7 @@ cost ceiling never stopped the run (its cost, unknown, counts as nothing spent) 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -71,9 +72,9 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path
     (tmp_path / "evals49_priced.py").write_text(textwrap.dedent(TEAM))
     (tmp_path / "worlds").mkdir()
     monkeypatch.syspath_prepend(str(tmp_path))
-    import evals49_priced  # type: ignore[import-not-found]
+    module = importlib.import_module("evals49_priced")  # written just above: no static import
 
-    yield tmp_path, evals49_priced
+    yield tmp_path, module
     sys.modules.pop("evals49_priced", None)
 
 
