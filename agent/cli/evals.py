@@ -102,7 +102,8 @@ def _list_cases(cases: list[Case], as_json: bool) -> int:
                 json.dumps({"name": c.name, "agent": c.agent, "fixture": where, "expected": list(c.expected)})
             )
         else:
-            print(f"{c.name:30} {c.agent:19} {where:17} {' -> '.join(c.expected)}")
+            name, agent, where = one_line(c.name), one_line(c.agent), one_line(where)  # words from a file
+            print(f"{name:30} {agent:19} {where:17} {' -> '.join(c.expected)}")
     return 0
 
 
