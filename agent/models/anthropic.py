@@ -285,6 +285,19 @@ _BREAKPOINT_TYPES = frozenset(
         "tool_removal",
     }
 )
+# The events of a message (a `ping` and an event type of a later API are none): each in the API's order.
+_MESSAGE_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
+# The blocks no call's input streams to: an `input_json_delta` for one is a stream out of order.
+_NOT_CALLS = frozenset({"text", "thinking", "redacted_thinking"})
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
@@ -1342,6 +1355,7 @@ class _StreamWatch:
 
     def _see(self, event: Any, events: Any) -> None:
         kind = getattr(event, "type", "")
+        self._check_order(kind, event)
         if kind == "message_start":
             if problem := _start_problem(event.message):  # nothing of it counted: the usage is unknown
                 raise ValueError(problem)
@@ -1363,6 +1377,36 @@ class _StreamWatch:
             self.working = self.working and self._block.endswith("_tool_result")
         elif kind == "content_block_stop":  # the API runs the call that just ended: it may take minutes
             self.working = self.working or (self._block.endswith("tool_use") and self._block != "tool_use")
+
+    def _check_order(self, kind: str, event: Any) -> None:
+        """`ValueError` for an event of the message out of the API's order, which the SDK's
+        accumulation would take anyway: one before `message_start` (its content lost), a second
+        `message_start` or any event after `message_stop` (a second message: its usage replaced the
+        first's, its blocks were added to the first's), and a block event out of order (`_check_block`)."""
+        if kind not in _MESSAGE_EVENTS:
+            return  # a ping, or an event of a later API: the SDK and `_see` leave it
+        if self.stopped:
+            raise ValueError(f"the stream sent {kind} after message_stop: a second message")
+        if self.snapshot is None:
+            if kind != "message_start":
+                raise ValueError(f"the stream sent {kind} before message_start")
+        elif kind == "message_start":
+            raise ValueError("the stream sent a second message_start before message_stop")
+        else:
+            self._check_block(kind, event, self.snapshot)
+
+    @staticmethod
+    def _check_block(kind: str, event: Any, snapshot: types.Message) -> None:
+        """`ValueError` for a block begun at another index than the reply's next (its deltas went to
+        the block at that index: a call ran with no input, a text block took the call's), or a call's
+        input streamed to a text or thinking block (it went back to the API on that block)."""
+        if kind == "content_block_start" and (index := event.index) != (began := len(snapshot.content) - 1):
+            raise ValueError(f"a block began at index {index!r}, where the reply's next block is {began}")
+        if kind == "content_block_delta" and getattr(event.delta, "type", None) == "input_json_delta":
+            within = isinstance(event.index, int) and 0 <= event.index < len(snapshot.content)
+            block = getattr(snapshot.content[event.index], "type", "") if within else ""
+            if block in _NOT_CALLS:
+                raise ValueError(f"a call's input was streamed to block {event.index}, a {block} block")
 
     def _late(self, usage: Any) -> None:
         """Keep the usage fields of `message_start` or `message_delta` that the SDK's stream does
