@@ -80,7 +80,12 @@ Choices worth knowing:
   transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
   From the call of a tool the API runs until the model writes again (the API sends pings while the
   tool works, for minutes maybe, and while the model reads its result) the bound is that timeout or
-  the SDK's default 600 s, whichever is longer.
+  the SDK's default 600 s, whichever is longer. A reply is whole at its `message_stop`: what follows
+  it is read for 5 s at most (the body's end, which the API sends at once), then the stream is let
+  go, so a connection kept open after it does not make a whole reply a stall to retry.
+- Events out of the API's order are a `malformed_reply` (below), not gathered anyway: a second
+  message in one stream, a block begun at another index than the next, a call's input streamed to
+  a text block, events before `message_start`.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -298,6 +303,9 @@ _MESSAGE_EVENTS = frozenset(
 )
 # The blocks no call's input streams to: an `input_json_delta` for one is a stream out of order.
 _NOT_CALLS = frozenset({"text", "thinking", "redacted_thinking"})
+# The most seconds a stream is read on after its `message_stop`, for the end of its body (what the
+# API sends at once): a reply is whole at `message_stop`, and a connection left open is let go.
+_AFTER_STOP = 5.0
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
@@ -1317,15 +1325,19 @@ class _StreamWatch:
         self._merged: dict[int, dict[str, Any]] = {}  # fields streamed in deltas the SDK drops, by index
 
     async def follow(self, events: Any) -> types.Message:
-        """Read the stream to its end; the final message."""
+        """Read the stream to its `message_stop`, then what follows it (`_after_stop`); the final message."""
+        stream = aiter(events)
         with _Watchdog(self.idle) as watchdog:
-            async for event in events:
+            async for event in stream:
                 watchdog.fed()
                 self._see(event, events)
                 if self.working is not watchdog.working:  # a server tool's step began or ended
                     watchdog.step(self.working)
+                if self.stopped:
+                    break
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
+        await self._after_stop(stream, events)
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
             raise ValueError("the stream stopped with no message_delta giving the output count")
         message: types.Message = await events.get_final_message()
@@ -1352,6 +1364,17 @@ class _StreamWatch:
             if (uses := _tokens(tools, field)) > _MOST_TOOL_USES:
                 return f"its usage counts {uses:,} {field}, more than a call makes ({_MOST_TOOL_USES:,})"
         return None
+
+    async def _after_stop(self, stream: AsyncIterator[Any], events: Any) -> None:
+        """Read the stream on from its `message_stop` to its end (its connection is then reused), for
+        at most `_AFTER_STOP` seconds (or the client's read timeout, when shorter). The reply is whole:
+        a stream kept open after it (pings, silence) or broken then is let go, not waited on for ever
+        nor retried as a stall; an event of a message after it is a second message (`_check_order`)."""
+        bound = min(self.idle, _AFTER_STOP) if self.idle is not None else _AFTER_STOP
+        with contextlib.suppress(TimeoutError, httpx2.HTTPError, anthropic.APIConnectionError):
+            async with asyncio.timeout(bound):
+                async for event in stream:
+                    self._see(event, events)
 
     def _see(self, event: Any, events: Any) -> None:
         kind = getattr(event, "type", "")
