@@ -4,8 +4,8 @@ messages in one stream (a proxy that joined two answers) were read as one: the s
 replaced the first's (the first call's 1,000 input tokens went uncharged) and the first's tool call
 ran with the second's stop reason. A block begun at an index already taken had its call's input
 streamed onto the text block there: the call ran with no input and the text went back to the API
-carrying an `input`. Events before `message_start` were dropped, and the run went on as if the model
-had said nothing."""
+carrying an `input`; a call's input streamed as text was dropped, and the call ran with none.
+Events before `message_start` were dropped, and the run went on as if the model had said nothing."""
 
 from __future__ import annotations
 
@@ -90,19 +90,25 @@ def test_a_block_begun_at_another_index_than_the_next_is_retried_never_run(index
     assert searched == []  # not run with the input of its start ({}), nor with another block's
 
 
-def test_a_calls_input_streamed_to_a_text_block_is_a_malformed_reply() -> None:
-    events = events_of(message(text("Searching.")))
-    start = next(i for i, (kind, _) in enumerate(events) if kind == "content_block_stop")
-    delta = {
-        "type": "content_block_delta",
-        "index": 0,
-        "delta": {"type": "input_json_delta", "partial_json": "{}"},
-    }
-    events.insert(start, ("content_block_delta", delta))
+# A block, and a delta for it of another type's: a call's input on a text block (it went back to the API
+# on the text), a call's input sent as text (dropped: the call ran with none), a thinking on a text.
+MISMATCHED: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "input on a text": (text("Searching."), {"type": "input_json_delta", "partial_json": "{}"}),
+    "text on a call": (tool_use("search", id="toolu_t"), {"type": "text_delta", "text": '{"q": "x"}'}),
+    "thinking on a text": (text("Hm."), {"type": "thinking_delta", "thinking": "secret"}),
+}
+
+
+@pytest.mark.parametrize("case", MISMATCHED)
+def test_a_delta_for_a_block_of_another_type_is_a_malformed_reply(case: str) -> None:
+    block, delta = MISMATCHED[case]
+    events = [e for e in events_of(message(block)) if e[0] != "content_block_delta"]
+    stop = next(i for i, (kind, _) in enumerate(events) if kind == "content_block_stop")
+    events.insert(stop, ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
     with pytest.raises(TransientModelError) as caught:
         complete(streamed(*events))
     assert caught.value.error_type == "malformed_reply"
-    assert "a text block" in str(caught.value)
+    assert f"a {delta['type']} was streamed to block 0, a {block['type']} block" in str(caught.value)
 
 
 def test_a_block_streamed_before_message_start_is_a_malformed_reply() -> None:

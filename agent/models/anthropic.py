@@ -301,8 +301,17 @@ _MESSAGE_EVENTS = frozenset(
         "message_stop",
     }
 )
-# The blocks no call's input streams to: an `input_json_delta` for one is a stream out of order.
-_NOT_CALLS = frozenset({"text", "thinking", "redacted_thinking"})
+# The block types the SDK knows, and those each delta it merges itself is for: such a delta for a block
+# of another of these types is a stream out of order (the SDK dropped it, or, a call's input, `_gather`
+# put it on the block). A block of a type the SDK does not know keeps what it streams (`_merge`).
+_SDK_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"})
+_DELTA_FOR: dict[str, frozenset[str]] = {
+    "text_delta": frozenset({"text"}),
+    "citations_delta": frozenset({"text"}),
+    "thinking_delta": frozenset({"thinking"}),
+    "signature_delta": frozenset({"thinking"}),
+    "input_json_delta": frozenset({"tool_use", "server_tool_use"}),
+}
 # The most seconds a stream is read on after its `message_stop`, for the end of its body (what the
 # API sends at once): a reply is whole at `message_stop`, and a connection left open is let go.
 _AFTER_STOP = 5.0
@@ -1421,15 +1430,16 @@ class _StreamWatch:
     @staticmethod
     def _check_block(kind: str, event: Any, snapshot: types.Message) -> None:
         """`ValueError` for a block begun at another index than the reply's next (its deltas went to
-        the block at that index: a call ran with no input, a text block took the call's), or a call's
-        input streamed to a text or thinking block (it went back to the API on that block)."""
+        the block at that index: a call ran with no input, a text block took the call's), or a delta
+        for a block of another type (`_DELTA_FOR`: a call's input on a text block went back to the
+        API on it; a call's input sent as text was dropped, and the call ran with none)."""
         if kind == "content_block_start" and (index := event.index) != (began := len(snapshot.content) - 1):
             raise ValueError(f"a block began at index {index!r}, where the reply's next block is {began}")
-        if kind == "content_block_delta" and getattr(event.delta, "type", None) == "input_json_delta":
+        if kind == "content_block_delta" and (delta := getattr(event.delta, "type", None)) in _DELTA_FOR:
             within = isinstance(event.index, int) and 0 <= event.index < len(snapshot.content)
             block = getattr(snapshot.content[event.index], "type", "") if within else ""
-            if block in _NOT_CALLS:
-                raise ValueError(f"a call's input was streamed to block {event.index}, a {block} block")
+            if block in _SDK_BLOCKS and block not in _DELTA_FOR[delta]:
+                raise ValueError(f"a {delta} was streamed to block {event.index}, a {block} block")
 
     def _late(self, usage: Any) -> None:
         """Keep the usage fields of `message_start` or `message_delta` that the SDK's stream does
