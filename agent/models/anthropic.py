@@ -970,7 +970,11 @@ def billed_as_any_call(reply: ModelReply) -> ModelReply:
 
 
 def _new_client(api_key: str | None, base_url: str | None, timeout: float | None) -> anthropic.AsyncAnthropic:
-    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False}
+    """A client with the SDK's own HTTP defaults, its retries off, and redirects not followed: the SDK
+    follows them, and so sent the conversation wherever a redirect pointed, its key left off (the
+    API refused it: "check the API key"), or sent it as a GET ("check the model id")."""
+    http = anthropic.DefaultAsyncHttpxClient(follow_redirects=False)
+    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False, "http_client": http}
     if timeout is not None:
         options["timeout"] = timeout
     try:
@@ -2373,6 +2377,8 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     text = _status_text(exc, kind, detail)
     if code in _SPEND_LIMITS:  # a 429 that no retry lifts
         return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
+    if 300 <= status < 400:
+        return ModelError(text + _redirect_fix(exc.response.headers), error_type="redirect")
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
         status = _STATUS_OF_ERROR.get(kind, 0)
         if not status:  # overloaded, rate limited, a server error: worth a retry
@@ -2386,6 +2392,15 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if _should_retry(status, exc.response.headers):
         return TransientModelError(text, error_type=error_type, retry_after=retry_after(exc.response.headers))
     return ModelError(text + _how_to_fix(status, code, _sdk_words(exc)), error_type=error_type)
+
+
+def _redirect_fix(headers: Mapping[str, str]) -> str:
+    """What to do about a redirect, which a client the adapter builds does not follow."""
+    where = f" to {_clipped(headers.get('location', ''), 200)!r}" if headers.get("location") else ""
+    return (
+        f": a redirect{where}, not followed (it would take the conversation elsewhere): give base_url "
+        "(or ANTHROPIC_BASE_URL) as the URL the API is served at"
+    )
 
 
 def api_words(exc: anthropic.APIStatusError) -> str:
