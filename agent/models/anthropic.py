@@ -165,6 +165,7 @@ from agent.models.claude_limits import (
     within_limits,
 )
 from agent.stops import MESSAGES_API_STOPS
+from agent.text import visible
 
 _sdk_stream: Any  # the SDK's private module of its stream helper: `accumulate_event` (see `_events_of`)
 try:
@@ -1603,8 +1604,12 @@ def _delta_chars(delta: Any) -> int:
 
 
 def _malformed(exc: BaseException) -> TransientModelError:
-    text = f"Anthropic API: a 200 reply whose body could not be read ({type(exc).__name__}: {exc})"
-    return TransientModelError(text, error_type="malformed_reply")
+    """What could not be read of a 200 reply, its words cut and shown (`_shown`): the SDK's words may
+    quote all the input JSON a call streamed."""
+    said = f"{type(exc).__name__}: {_shown(str(exc))}"
+    return TransientModelError(
+        f"Anthropic API: a 200 reply whose body could not be read ({said})", error_type="malformed_reply"
+    )
 
 
 # -- reply -------------------------------------------------------------------
@@ -2424,14 +2429,22 @@ def _error_kind(exc: anthropic.APIStatusError) -> str:
 def _status_text(exc: anthropic.APIStatusError, kind: str, detail: str) -> str:
     """What the API said: the status, the error's type and cause (`details.error_code`), its message."""
     said = " ".join(filter(None, [kind, f"({exc.error_code})" if exc.error_code else ""]))
-    request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
+    request_id = f" (request-id {_clipped(exc.request_id, 100)})" if exc.request_id else ""
     text = f"Anthropic API returned HTTP {exc.status_code}{' ' + said if said else ''}: {detail}{request_id}"
-    return text + " (inside the stream)" if exc.status_code < 300 else text
+    return visible(text + " (inside the stream)" if exc.status_code < 300 else text)
 
 
 def _clipped(detail: str, most: int = 500) -> str:
     """An error's text, cut to `most` characters: a proxy's HTML error page can be many kilobytes."""
     return detail if len(detail) <= most else f"{detail[:most]}... ({len(detail) - most:,} more characters)"
+
+
+def _shown(words: str) -> str:
+    """Words from outside (an API's or a proxy's) as an error may quote them: cut (`_clipped`), and
+    what a terminal would not show as itself escaped (`visible`): they reach the run's note, the log
+    lines that quote the error and the terminals that print them, where an escape sequence could
+    rewrite what is shown."""
+    return visible(_clipped(words))
 
 
 def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
