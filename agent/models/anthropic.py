@@ -86,6 +86,10 @@ Choices worth knowing:
 - Events out of the API's order are a `malformed_reply` (below), not gathered anyway: a second
   message in one stream, a block begun at another index than the next, a call's input streamed to
   a text block, events before `message_start`.
+- A client the adapter builds follows no redirect (the SDK would, taking the conversation wherever
+  one points; the API sends none): a 3xx is a `ModelError` (`redirect`) naming where it pointed.
+  An error quotes what the API (or a proxy) said cut to 500 characters, with what a terminal would
+  not show as itself escaped (`agent.text.visible`).
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
