@@ -57,3 +57,16 @@ def test_a_call_input_that_is_no_json_is_not_quoted_whole_in_the_note() -> None:
     assert result.error_type == "malformed_reply"
     assert len(result.note) < 2_000
     assert "more characters" in result.note and "\x1b" not in result.note
+
+
+KEY = "sk-ant-api03-hostile-echo-0123456789"
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_key_an_error_page_echoes_is_not_in_the_note(status: int) -> None:
+    page = error(status, f"invalid request: headers were x-api-key: {KEY}, accept: */*")
+    with MessagesAPI(page, page) as api:
+        model = AnthropicModel("claude-haiku-4-5", api_key=KEY, base_url=api.url)
+        result = Agent("echo", model, budget=Budget(max_turns=2, max_seconds=60), retry=FAST).run("Go.")
+    assert result.reason is StopReason.ERROR
+    assert KEY not in result.note and "x-api-key: [REDACTED]" in result.note

@@ -2382,7 +2382,7 @@ def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     status, code, kind = exc.status_code, exc.error_code, _error_kind(exc)
-    detail = _clipped(api_words(exc))
+    detail = _clipped(_without_keys(api_words(exc), exc.request))
     text = _status_text(exc, kind, detail)
     if code in _SPEND_LIMITS:  # a 429 that no retry lifts
         return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
@@ -2423,6 +2423,23 @@ def api_words(exc: anthropic.APIStatusError) -> str:
         text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
         return text.strip() or "the API sent no body"
     return "the API sent no body" if body is None else json.dumps(body, ensure_ascii=False, default=str)
+
+
+# The request headers that carry its credentials: the API key, or the bearer token of an auth token.
+_KEY_HEADERS = ("x-api-key", "authorization")
+_SHORTEST_KEY = 8  # a header value shorter than this is no secret worth looking for
+
+
+def _without_keys(words: str, request: httpx2.Request | None) -> str:
+    """`words` with the credentials `request` sent written `[REDACTED]`: a proxy's error page may echo
+    the headers it got, and an error's words reach the run's note and the log lines that quote it."""
+    for name in _KEY_HEADERS:
+        secret = (
+            (request.headers.get(name, "") if request is not None else "").removeprefix("Bearer ").strip()
+        )
+        if len(secret) >= _SHORTEST_KEY:
+            words = words.replace(secret, "[REDACTED]")
+    return words
 
 
 def _error_kind(exc: anthropic.APIStatusError) -> str:
