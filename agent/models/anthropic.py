@@ -573,7 +573,7 @@ class AnthropicModel:
             raise _broke_off(exc) from exc
         except _UNREADABLE as exc:
             stream.record_cut()  # the API took the input and began the reply: charged
-            raise _malformed(exc) from exc
+            raise _malformed(exc, stream.headers) from exc
         except Exception as exc:  # client middleware's own error, maybe raised from one the SDK retries
             if (cause := _sdk_cause(exc)) is None:
                 raise
@@ -1607,13 +1607,26 @@ def _delta_chars(delta: Any) -> int:
     return 0
 
 
-def _malformed(exc: BaseException) -> TransientModelError:
-    """What could not be read of a 200 reply, its words cut and shown (`_shown`): the SDK's words may
-    quote all the input JSON a call streamed."""
+def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
+    """What could not be read of a 200 reply, its words cut and shown (`_shown`: the SDK's words may
+    quote all the input JSON a call streamed), and the kind of body it was when that was no stream
+    of events (`headers`, the reply's): a proxy's or a portal's page answers 200 too."""
     said = f"{type(exc).__name__}: {_shown(str(exc))}"
-    return TransientModelError(
-        f"Anthropic API: a 200 reply whose body could not be read ({said})", error_type="malformed_reply"
+    kind = (headers or {}).get("content-type", "").partition(";")[0].strip().lower()
+    page = (
+        f"; the body was {kind}, not the API's event stream (a proxy's or a captive portal's page?): "
+        "check the base URL and any proxy between"
+        if kind in _PAGES
+        else ""
     )
+    return TransientModelError(
+        f"Anthropic API: a 200 reply whose body could not be read ({said}){page}",
+        error_type="malformed_reply",
+    )
+
+
+# The kinds of body a page is sent as (a proxy's, a captive portal's, a login's), never the API's reply.
+_PAGES = frozenset({"text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml"})
 
 
 # -- reply -------------------------------------------------------------------
