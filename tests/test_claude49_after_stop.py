@@ -44,3 +44,14 @@ def test_a_run_against_a_server_that_keeps_each_stream_open_succeeds_without_ret
         assert result.reason is StopReason.SUCCESS, result.note
         assert len(api.requests) == 2  # one call a turn: nothing retried
     assert (result.input_tokens, result.output_tokens) == (300, 11)
+
+
+def test_a_connection_broken_right_after_message_stop_leaves_the_reply_whole() -> None:
+    events = events_of(message(input_tokens=30, output_tokens=2))  # no block: the drop comes after the stop
+    drop_here = ("content_block_stop", {"type": "content_block_stop", "index": 0})  # never sent
+    broken = Response(200, None, events=(*events, drop_here), malformed="dropped")
+    with MessagesAPI(broken) as api:
+        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url, timeout=10.0)
+        request = ModelRequest.of_messages("", [{"role": "user", "content": "hi"}], [], 256)
+        reply = asyncio.run(model.complete(request))
+    assert (reply.content, reply.input_tokens, reply.output_tokens) == ([], 30, 2)
