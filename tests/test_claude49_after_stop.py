@@ -28,7 +28,7 @@ def kept_open(response: Response) -> Response:
 
 def test_a_reply_whose_stream_stays_open_after_message_stop_is_kept_whole() -> None:
     with MessagesAPI(kept_open(message(text("whole"), input_tokens=30, output_tokens=4))) as api:
-        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url, timeout=1.0)
+        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url, timeout=3.0)
         request = ModelRequest.of_messages("", [{"role": "user", "content": "hi"}], [], 256)
         reply = asyncio.run(model.complete(request))
     assert reply.content == [text("whole")]
@@ -38,7 +38,7 @@ def test_a_reply_whose_stream_stays_open_after_message_stop_is_kept_whole() -> N
 def test_a_run_against_a_server_that_keeps_each_stream_open_succeeds_without_retries() -> None:
     first = kept_open(message(text("Looking."), input_tokens=100, output_tokens=5))
     with MessagesAPI(first, kept_open(message(DONE, input_tokens=200, output_tokens=6))) as api:
-        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url, timeout=1.0)
+        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url, timeout=3.0)
         retry = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
         result = Agent("open", model, budget=Budget(max_turns=4, max_seconds=120), retry=retry).run("Do it.")
         assert result.reason is StopReason.SUCCESS, result.note
