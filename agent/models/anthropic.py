@@ -80,7 +80,16 @@ Choices worth knowing:
   transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
   From the call of a tool the API runs until the model writes again (the API sends pings while the
   tool works, for minutes maybe, and while the model reads its result) the bound is that timeout or
-  the SDK's default 600 s, whichever is longer.
+  the SDK's default 600 s, whichever is longer. A reply is whole at its `message_stop`: what follows
+  it is read for 5 s at most (the body's end, which the API sends at once), then the stream is let
+  go, so a connection kept open after it does not make a whole reply a stall to retry.
+- Events out of the API's order are a `malformed_reply` (below), not gathered anyway: a second
+  message in one stream, a block begun at another index than the next, a call's input streamed to
+  a text block, events before `message_start`.
+- A client the adapter builds follows no redirect (the SDK would, taking the conversation wherever
+  one points; the API sends none): a 3xx is a `ModelError` (`redirect`) naming where it pointed.
+  An error quotes what the API (or a proxy) said cut to 500 characters, with what a terminal would
+  not show as itself escaped (`agent.text.visible`).
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -160,6 +169,7 @@ from agent.models.claude_limits import (
     within_limits,
 )
 from agent.stops import MESSAGES_API_STOPS
+from agent.text import visible
 
 _sdk_stream: Any  # the SDK's private module of its stream helper: `accumulate_event` (see `_events_of`)
 try:
@@ -285,6 +295,31 @@ _BREAKPOINT_TYPES = frozenset(
         "tool_removal",
     }
 )
+# The events of a message (a `ping` and an event type of a later API are none): each in the API's order.
+_MESSAGE_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
+# The block types the SDK knows, and those each delta it merges itself is for: such a delta for a block
+# of another of these types is a stream out of order (the SDK dropped it, or, a call's input, `_gather`
+# put it on the block). A block of a type the SDK does not know keeps what it streams (`_merge`).
+_SDK_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"})
+_DELTA_FOR: dict[str, frozenset[str]] = {
+    "text_delta": frozenset({"text"}),
+    "citations_delta": frozenset({"text"}),
+    "thinking_delta": frozenset({"thinking"}),
+    "signature_delta": frozenset({"thinking"}),
+    "input_json_delta": frozenset({"tool_use", "server_tool_use"}),
+}
+# The most seconds a stream is read on after its `message_stop`, for the end of its body (what the
+# API sends at once): a reply is whole at `message_stop`, and a connection left open is let go.
+_AFTER_STOP = 5.0
 # Stop reasons that cut the reply off where it was: a tool call it ends with may be incomplete.
 _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
@@ -538,7 +573,7 @@ class AnthropicModel:
             raise _broke_off(exc) from exc
         except _UNREADABLE as exc:
             stream.record_cut()  # the API took the input and began the reply: charged
-            raise _malformed(exc) from exc
+            raise _malformed(exc, stream.headers) from exc
         except Exception as exc:  # client middleware's own error, maybe raised from one the SDK retries
             if (cause := _sdk_cause(exc)) is None:
                 raise
@@ -940,7 +975,11 @@ def billed_as_any_call(reply: ModelReply) -> ModelReply:
 
 
 def _new_client(api_key: str | None, base_url: str | None, timeout: float | None) -> anthropic.AsyncAnthropic:
-    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False}
+    """A client with the SDK's own HTTP defaults, its retries off, and redirects not followed: the SDK
+    follows them, and so sent the conversation wherever a redirect pointed, its key left off (the
+    API refused it: "check the API key"), or sent it as a GET ("check the model id")."""
+    http = anthropic.DefaultAsyncHttpxClient(follow_redirects=False)
+    options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False, "http_client": http}
     if timeout is not None:
         options["timeout"] = timeout
     try:
@@ -1304,15 +1343,19 @@ class _StreamWatch:
         self._merged: dict[int, dict[str, Any]] = {}  # fields streamed in deltas the SDK drops, by index
 
     async def follow(self, events: Any) -> types.Message:
-        """Read the stream to its end; the final message."""
+        """Read the stream to its `message_stop`, then what follows it (`_after_stop`); the final message."""
+        stream = aiter(events)
         with _Watchdog(self.idle) as watchdog:
-            async for event in events:
+            async for event in stream:
                 watchdog.fed()
                 self._see(event, events)
                 if self.working is not watchdog.working:  # a server tool's step began or ended
                     watchdog.step(self.working)
+                if self.stopped:
+                    break
         if not self.stopped:
             raise ValueError("the stream ended before message_stop")
+        await self._after_stop(stream, events)
         if not self.counted:  # the API always says why the reply ended, and its output, before it stops
             raise ValueError("the stream stopped with no message_delta giving the output count")
         message: types.Message = await events.get_final_message()
@@ -1340,8 +1383,20 @@ class _StreamWatch:
                 return f"its usage counts {uses:,} {field}, more than a call makes ({_MOST_TOOL_USES:,})"
         return None
 
+    async def _after_stop(self, stream: AsyncIterator[Any], events: Any) -> None:
+        """Read the stream on from its `message_stop` to its end (its connection is then reused), for
+        at most `_AFTER_STOP` seconds (or the client's read timeout, when shorter). The reply is whole:
+        a stream kept open after it (pings, silence) or broken then is let go, not waited on for ever
+        nor retried as a stall; an event of a message after it is a second message (`_check_order`)."""
+        bound = min(self.idle, _AFTER_STOP) if self.idle is not None else _AFTER_STOP
+        with contextlib.suppress(TimeoutError, httpx2.HTTPError, anthropic.APIConnectionError):
+            async with asyncio.timeout(bound):
+                async for event in stream:
+                    self._see(event, events)
+
     def _see(self, event: Any, events: Any) -> None:
         kind = getattr(event, "type", "")
+        self._check_order(kind, event)
         if kind == "message_start":
             if problem := _start_problem(event.message):  # nothing of it counted: the usage is unknown
                 raise ValueError(problem)
@@ -1363,6 +1418,37 @@ class _StreamWatch:
             self.working = self.working and self._block.endswith("_tool_result")
         elif kind == "content_block_stop":  # the API runs the call that just ended: it may take minutes
             self.working = self.working or (self._block.endswith("tool_use") and self._block != "tool_use")
+
+    def _check_order(self, kind: str, event: Any) -> None:
+        """`ValueError` for an event of the message out of the API's order, which the SDK's
+        accumulation would take anyway: one before `message_start` (its content lost), a second
+        `message_start` or any event after `message_stop` (a second message: its usage replaced the
+        first's, its blocks were added to the first's), and a block event out of order (`_check_block`)."""
+        if kind not in _MESSAGE_EVENTS:
+            return  # a ping, or an event of a later API: the SDK and `_see` leave it
+        if self.stopped:
+            raise ValueError(f"the stream sent {kind} after message_stop: a second message")
+        if self.snapshot is None:
+            if kind != "message_start":
+                raise ValueError(f"the stream sent {kind} before message_start")
+        elif kind == "message_start":
+            raise ValueError("the stream sent a second message_start before message_stop")
+        else:
+            self._check_block(kind, event, self.snapshot)
+
+    @staticmethod
+    def _check_block(kind: str, event: Any, snapshot: types.Message) -> None:
+        """`ValueError` for a block begun at another index than the reply's next (its deltas went to
+        the block at that index: a call ran with no input, a text block took the call's), or a delta
+        for a block of another type (`_DELTA_FOR`: a call's input on a text block went back to the
+        API on it; a call's input sent as text was dropped, and the call ran with none)."""
+        if kind == "content_block_start" and (index := event.index) != (began := len(snapshot.content) - 1):
+            raise ValueError(f"a block began at index {index!r}, where the reply's next block is {began}")
+        if kind == "content_block_delta" and (delta := getattr(event.delta, "type", None)) in _DELTA_FOR:
+            within = isinstance(event.index, int) and 0 <= event.index < len(snapshot.content)
+            block = getattr(snapshot.content[event.index], "type", "") if within else ""
+            if block in _SDK_BLOCKS and block not in _DELTA_FOR[delta]:
+                raise ValueError(f"a {delta} was streamed to block {event.index}, a {block} block")
 
     def _late(self, usage: Any) -> None:
         """Keep the usage fields of `message_start` or `message_delta` that the SDK's stream does
@@ -1521,9 +1607,26 @@ def _delta_chars(delta: Any) -> int:
     return 0
 
 
-def _malformed(exc: BaseException) -> TransientModelError:
-    text = f"Anthropic API: a 200 reply whose body could not be read ({type(exc).__name__}: {exc})"
-    return TransientModelError(text, error_type="malformed_reply")
+def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
+    """What could not be read of a 200 reply, its words cut and shown (`_shown`: the SDK's words may
+    quote all the input JSON a call streamed), and the kind of body it was when that was no stream
+    of events (`headers`, the reply's): a proxy's or a portal's page answers 200 too."""
+    said = f"{type(exc).__name__}: {_shown(str(exc))}"
+    kind = (headers or {}).get("content-type", "").partition(";")[0].strip().lower()
+    page = (
+        f"; the body was {kind}, not the API's event stream (a proxy's or a captive portal's page?): "
+        "check the base URL and any proxy between"
+        if kind in _PAGES
+        else ""
+    )
+    return TransientModelError(
+        f"Anthropic API: a 200 reply whose body could not be read ({said}){page}",
+        error_type="malformed_reply",
+    )
+
+
+# The kinds of body a page is sent as (a proxy's, a captive portal's, a login's), never the API's reply.
+_PAGES = frozenset({"text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml"})
 
 
 # -- reply -------------------------------------------------------------------
@@ -2292,10 +2395,12 @@ def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
 
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     status, code, kind = exc.status_code, exc.error_code, _error_kind(exc)
-    detail = _clipped(api_words(exc))
+    detail = _clipped(_without_keys(api_words(exc), exc.request))
     text = _status_text(exc, kind, detail)
     if code in _SPEND_LIMITS:  # a 429 that no retry lifts
         return ModelError(f"{text}: {_SPEND_LIMITS[code]}{_SPEND_FIX}", error_type="billing")
+    if 300 <= status < 400:
+        return ModelError(text + _redirect_fix(exc.response.headers), error_type="redirect")
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
         status = _STATUS_OF_ERROR.get(kind, 0)
         if not status:  # overloaded, rate limited, a server error: worth a retry
@@ -2311,6 +2416,15 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     return ModelError(text + _how_to_fix(status, code, _sdk_words(exc)), error_type=error_type)
 
 
+def _redirect_fix(headers: Mapping[str, str]) -> str:
+    """What to do about a redirect, which a client the adapter builds does not follow."""
+    where = f" to {_clipped(headers.get('location', ''), 200)!r}" if headers.get("location") else ""
+    return (
+        f": a redirect{where}, not followed (it would take the conversation elsewhere): give base_url "
+        "(or ANTHROPIC_BASE_URL) as the URL the API is served at"
+    )
+
+
 def api_words(exc: anthropic.APIStatusError) -> str:
     """What the API said: its error's message, else the body as sent (a proxy's page, JSON without a
     message), else that there was none. Not the SDK's `message`, whose form changes between releases
@@ -2324,6 +2438,23 @@ def api_words(exc: anthropic.APIStatusError) -> str:
     return "the API sent no body" if body is None else json.dumps(body, ensure_ascii=False, default=str)
 
 
+# The request headers that carry its credentials: the API key, or the bearer token of an auth token.
+_KEY_HEADERS = ("x-api-key", "authorization")
+_SHORTEST_KEY = 8  # a header value shorter than this is no secret worth looking for
+
+
+def _without_keys(words: str, request: httpx2.Request | None) -> str:
+    """`words` with the credentials `request` sent written `[REDACTED]`: a proxy's error page may echo
+    the headers it got, and an error's words reach the run's note and the log lines that quote it."""
+    for name in _KEY_HEADERS:
+        secret = (
+            (request.headers.get(name, "") if request is not None else "").removeprefix("Bearer ").strip()
+        )
+        if len(secret) >= _SHORTEST_KEY:
+            words = words.replace(secret, "[REDACTED]")
+    return words
+
+
 def _error_kind(exc: anthropic.APIStatusError) -> str:
     """The error's `type` ("" when it gives none, or one that is no string: a proxy's body)."""
     return exc.type if isinstance(exc.type, str) else ""
@@ -2332,14 +2463,22 @@ def _error_kind(exc: anthropic.APIStatusError) -> str:
 def _status_text(exc: anthropic.APIStatusError, kind: str, detail: str) -> str:
     """What the API said: the status, the error's type and cause (`details.error_code`), its message."""
     said = " ".join(filter(None, [kind, f"({exc.error_code})" if exc.error_code else ""]))
-    request_id = f" (request-id {exc.request_id})" if exc.request_id else ""
+    request_id = f" (request-id {_clipped(exc.request_id, 100)})" if exc.request_id else ""
     text = f"Anthropic API returned HTTP {exc.status_code}{' ' + said if said else ''}: {detail}{request_id}"
-    return text + " (inside the stream)" if exc.status_code < 300 else text
+    return visible(text + " (inside the stream)" if exc.status_code < 300 else text)
 
 
 def _clipped(detail: str, most: int = 500) -> str:
     """An error's text, cut to `most` characters: a proxy's HTML error page can be many kilobytes."""
     return detail if len(detail) <= most else f"{detail[:most]}... ({len(detail) - most:,} more characters)"
+
+
+def _shown(words: str) -> str:
+    """Words from outside (an API's or a proxy's) as an error may quote them: cut (`_clipped`), and
+    what a terminal would not show as itself escaped (`visible`): they reach the run's note, the log
+    lines that quote the error and the terminals that print them, where an escape sequence could
+    rewrite what is shown."""
+    return visible(_clipped(words))
 
 
 def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
