@@ -177,6 +177,12 @@ def checked_answerer(by: object) -> str | None:
         raise ConfigError(f"{exc}; nothing was changed") from None
 
 
+def given_reason(reason: str | None) -> str | None:
+    """A denial's reason as every face keeps it: None for a blank one (spaces), which is no reason (a
+    reason that is not text is left for `check_answer` to refuse)."""
+    return None if isinstance(reason, str) and not reason.strip() else reason
+
+
 def answered(record: RunRecord) -> str:
     """` (answered by NAME at TIME: what)` for a refusal, '' when no answer was recorded."""
     return f" ({record.answered_note})" if record.answered_note else ""
@@ -354,6 +360,8 @@ class Runner:
         as its last answer; None: no name), and is told to whoever answers after.
         """
         answer, approved = stored_pair(answer, approved)
+        if approved is False:  # a blank reason is none: kept as none, and the model told "no reason given"
+            answer = given_reason(answer)
         by = checked_answerer(by)
         current = self._stored(run_id)
         self._check_known(current)
@@ -1448,6 +1456,11 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
     pending = record.pending.name if record.pending is not None else None
     if problem := reply_problem(as_reply(answer, approved), pending, record.question):
         raise AnswerError(f"run {record.run_id} {problem}")
+    if approved is True and answer is not None:  # no other face can send it; the model would never read it
+        raise AnswerError(
+            f"run {record.run_id}: an approval carries no text (the call runs as shown, and the agent is "
+            "told nothing more); nothing was changed. Approve without it, or deny with it as the reason"
+        )
 
 
 @functools.cache
