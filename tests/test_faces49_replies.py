@@ -158,3 +158,11 @@ def test_an_approval_given_with_text_is_refused_by_the_runner_as_the_other_faces
     assert refused.status_code == 400 and faces.record("a").status is RunStatus.WAITING
     asyncio.run(faces.runner.drive(faces.runner.claim("a", approved=True)))
     assert _answered(faces.record("a")) == ("approved", None)
+
+
+def test_a_reply_form_with_a_count_that_is_no_number_is_an_inbox_page_not_json(faces: Faces) -> None:
+    faces.waiting("q")
+    refused = faces.inbox("q", "answer", answer="INV-0913", segments="two")
+    assert refused.status_code == 400 and "text/html" in refused.headers["content-type"], refused.text[:300]
+    assert "segments must be a whole number" in refused.text and "INV-0913" in refused.text  # shown back
+    assert faces.record("q").status is RunStatus.WAITING
