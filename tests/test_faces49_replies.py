@@ -24,6 +24,7 @@ from agent.cli import _help
 from agent.cli.main import main
 from agent.durable.runner import AnswerError, Runner
 from agent.durable.store import RunRecord, RunStatus, RunStore, open_store
+from agent.errors import ConfigError
 from agent.examples.scenarios import example_catalog
 from agent.journal import Result
 from agent.service.app import Service, create_app
@@ -166,3 +167,19 @@ def test_a_reply_form_with_a_count_that_is_no_number_is_an_inbox_page_not_json(f
     assert refused.status_code == 400 and "text/html" in refused.headers["content-type"], refused.text[:300]
     assert "segments must be a whole number" in refused.text and "INV-0913" in refused.text  # shown back
     assert faces.record("q").status is RunStatus.WAITING
+
+
+# -- a start's empty run id is no id, on every face -----------------------------------------------
+
+
+def test_an_empty_run_id_is_refused_by_the_runner_as_by_the_command_and_the_api(
+    faces: Faces, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent, scenario = QUESTION
+    with pytest.raises(ConfigError, match="run_id must not be empty"):
+        faces.runner.begin(agent, "Go", state={"scenario": scenario}, run_id="")
+    assert main(["start", agent, "Go", "--run-id", "", "--store", faces.url]) == 2
+    assert "--run-id must not be empty" in capsys.readouterr().err
+    refused = faces.api.post("/runs", json={"agent": agent, "task": "Go", "run_id": ""}, headers=AUTH)
+    assert refused.status_code == 400 and "'run_id' must not be empty" in refused.json()["error"]
+    assert faces.store.list_runs() == []

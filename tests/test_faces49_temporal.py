@@ -18,6 +18,7 @@ from test_who44_temporal_by import asked_to_pay, question, recorded, worker
 
 from agent.durable.runner import AnswerError
 from agent.durable.store import NotClaimable
+from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 
 pytestmark = pytest.mark.slow
@@ -66,5 +67,15 @@ def test_an_approval_with_text_is_refused_and_a_blank_denial_reason_is_none_as_o
             assert denied.reason is StopReason.SUCCESS
             shown = await recorded(runs, paying.run_id)
             assert (shown["last_answer_kind"], shown["last_answer"]) == ("denied", None)
+
+    asyncio.run(scenario())
+
+
+def test_an_empty_run_id_is_refused_as_a_store_runner_refuses_it(temporal: TemporalServer) -> None:
+    async def scenario() -> None:
+        async with worker(temporal) as runs:
+            with pytest.raises(ConfigError, match="run_id must not be empty"):
+                await runs.start("payer", "Pay.", run_id="", wait=False)
+            assert await runs.runs() == []
 
     asyncio.run(scenario())

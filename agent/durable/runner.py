@@ -169,6 +169,13 @@ def check_start_text(task: object, task_type: object) -> None:
         )
 
 
+def check_given_id(run_id: object) -> None:
+    """Refuse an empty run id, as the CLI and the API refuse one: taken as no id, each retry of a caller
+    whose key went missing (`run_id=os.environ.get("KEY", "")`) would start another run."""
+    if run_id == "":
+        raise ConfigError("run_id must not be empty: give an id, or leave it out (None) for a new one")
+
+
 def checked_answerer(by: object) -> str | None:
     """The name an answer is given under (None: none), or `ConfigError` saying what is wrong."""
     try:
@@ -300,6 +307,7 @@ class Runner:
     ) -> Job:
         """Create a run's record, held by this runner; `drive` the job to run it."""
         check_start_text(task, task_type)
+        check_given_id(run_id)
         given, run_id = run_id is not None, run_id or uuid.uuid4().hex
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(

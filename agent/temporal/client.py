@@ -50,7 +50,14 @@ from temporalio.service import RetryConfig, RPCError, RPCStatusCode, ServiceClie
 from agent._state import extended
 from agent._valid import is_text, is_whole
 from agent.budget import Extension
-from agent.durable.runner import RUN_ID, AnswerError, check_state, checked_answerer, given_reason
+from agent.durable.runner import (
+    RUN_ID,
+    AnswerError,
+    check_given_id,
+    check_state,
+    checked_answerer,
+    given_reason,
+)
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.base import too_late
 from agent.errors import ConfigError
@@ -151,6 +158,7 @@ class TemporalRuns:
         """Start a run; with `wait`, its first segment's result, else its run id at once."""
         if not is_text(task):
             raise ConfigError("task must be a non-empty string")
+        check_given_id(run_id)
         run_id = run_id or _new_id()
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(
