@@ -183,3 +183,15 @@ def test_an_empty_run_id_is_refused_by_the_runner_as_by_the_command_and_the_api(
     refused = faces.api.post("/runs", json={"agent": agent, "task": "Go", "run_id": ""}, headers=AUTH)
     assert refused.status_code == 400 and "'run_id' must not be empty" in refused.json()["error"]
     assert faces.store.list_runs() == []
+
+
+@pytest.mark.parametrize("segments", [True, "1", 1.0, -1])
+def test_a_count_read_that_is_no_whole_number_is_refused_by_the_runner_as_by_the_api(
+    faces: Faces, segments: Any
+) -> None:
+    faces.waiting("q")
+    with pytest.raises(AnswerError, match=r"segments must be the run's segments count as read \(a whole"):
+        faces.runner.claim("q", "INV-0913", segments=segments)
+    sent = faces.api.post("/runs/q/answer", json={"answer": "INV-0913", "segments": segments}, headers=AUTH)
+    assert sent.status_code == 400 and "'segments' must be the run's segments count" in sent.json()["error"]
+    assert faces.record("q").status is RunStatus.WAITING

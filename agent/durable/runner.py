@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent._codec import unwritable
 from agent._state import calls_of
-from agent._valid import is_number, is_text
+from agent._valid import is_count, is_number, is_text
 from agent.agent import Agent, as_reply
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
@@ -367,9 +367,7 @@ class Runner:
         run has moved on to another question or call. `by` names who answers (kept on the run
         as its last answer; None: no name), and is told to whoever answers after.
         """
-        answer, approved = stored_pair(answer, approved)
-        if approved is False:  # a blank reason is none: kept as none, and the model told "no reason given"
-            answer = given_reason(answer)
+        answer, approved = claimed_reply(answer, approved, segments)
         by = checked_answerer(by)
         current = self._stored(run_id)
         self._check_known(current)
@@ -1453,6 +1451,21 @@ def stored_pair(answer: HumanReply | str | None, approved: bool | None) -> tuple
     if isinstance(reply, Denial):
         return reply.reason or None, False
     return (reply.text if reply is not None else None), None
+
+
+def claimed_reply(
+    answer: HumanReply | str | None, approved: bool | None, segments: object
+) -> tuple[str | None, bool | None]:
+    """A claim's reply as the store's pair (`stored_pair`), a denial's blank reason as none (`given_reason`:
+    the model is told "no reason given"); `AnswerError` for a `segments` that is no count (True was read
+    as 1, "1" raised TypeError), as the API and a Temporal run refuse it."""
+    if segments is not None and not is_count(segments):
+        raise AnswerError(
+            f"segments must be the run's segments count as read (a whole number), not {segments!r:.40}; "
+            "nothing was changed"
+        )
+    answer, approved = stored_pair(answer, approved)
+    return (given_reason(answer), approved) if approved is False else (answer, approved)
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:
