@@ -154,10 +154,12 @@ def test_an_approval_given_with_text_is_refused_by_the_runner_as_the_other_faces
     faces.waiting("a", APPROVAL)
     with pytest.raises(AnswerError, match="an approval carries no text"):
         faces.runner.claim("a", "yes, push it", approved=True)
+    with pytest.raises(AnswerError, match="an approval carries no text"):
+        faces.runner.claim("a", "\u200b", approved=True)  # no blank: a person cannot see it, the model can
     assert faces.record("a").status is RunStatus.WAITING
     refused = faces.api.post("/runs/a/approve", json={"answer": "yes, push it"}, headers=AUTH)
     assert refused.status_code == 400 and faces.record("a").status is RunStatus.WAITING
-    asyncio.run(faces.runner.drive(faces.runner.claim("a", approved=True)))
+    asyncio.run(faces.runner.drive(faces.runner.claim("a", " ", approved=True)))  # blank: no text
     assert _answered(faces.record("a")) == ("approved", None)
 
 

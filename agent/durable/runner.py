@@ -1456,16 +1456,16 @@ def stored_pair(answer: HumanReply | str | None, approved: bool | None) -> tuple
 def claimed_reply(
     answer: HumanReply | str | None, approved: bool | None, segments: object
 ) -> tuple[str | None, bool | None]:
-    """A claim's reply as the store's pair (`stored_pair`), a denial's blank reason as none (`given_reason`:
-    the model is told "no reason given"); `AnswerError` for a `segments` that is no count (True was read
-    as 1, "1" raised TypeError), as the API and a Temporal run refuse it."""
+    """A claim's reply as the store's pair (`stored_pair`), the blank text of a denial or an approval as
+    none (`given_reason`: the model is told "no reason given"); `AnswerError` for a `segments` that is no
+    count (True was read as 1, "1" raised TypeError), as the API and a Temporal run refuse it."""
     if segments is not None and not is_count(segments):
         raise AnswerError(
             f"segments must be the run's segments count as read (a whole number), not {segments!r:.40}; "
             "nothing was changed"
         )
     answer, approved = stored_pair(answer, approved)
-    return (given_reason(answer), approved) if approved is False else (answer, approved)
+    return (answer, approved) if approved is None else (given_reason(answer), approved)
 
 
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:

@@ -760,7 +760,7 @@ def _update_of(answer: str | None, approved: bool | None) -> tuple[str, list[Any
     refuses it (the text would be dropped unread), and a blank denial reason is sent as none."""
     if approved is None:
         return w.ANSWER, [answer or ""]
-    if approved and answer is not None:
+    if approved and given_reason(answer) is not None:
         raise AnswerError(
             "an approval carries no text (the call runs as shown, and the agent is told nothing more); "
             "nothing was changed. Approve without it, or deny with it as the reason"
