@@ -13,7 +13,7 @@ service listens beyond loopback, see `reads_need_token`):
                                   (one that passes `PAGE_BYTES` of texts ends early: see `next`)
     POST /runs/{id}/answer        {"answer", "segments"?, "by"?}   -> 202, the run continues here
     POST /runs/{id}/approve       {"segments"?, "by"?}             -> 202
-    POST /runs/{id}/deny          {"reason"?, "segments"?, "by"?}  -> 202
+    POST /runs/{id}/deny          {"reason"?, "segments"?, "by"?}  -> 202 (a blank reason is none)
     POST /runs/{id}/resume        {"more_turns"?, "more_seconds"?, "more_tokens"?, "more_cost"?} -> 202
                                   a cancelled run continues; a limit stop, with that much more budget
 

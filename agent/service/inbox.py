@@ -16,6 +16,8 @@ Each shows what the agent did before asking (its summary and last tool calls) an
 approval, what the call would do (the tool's own `preview`, see `briefing`). A request past
 its deadline shows as expired, without buttons; an answer or deny reason refused (someone
 answered first, the deadline passed, the sign-in ended) is shown back, unrefreshed, to copy.
+An answer holds at most `ANSWER_CHARS` characters of any script and a reason `REASON_CHARS` (the boxes
+say so; a longer one is refused and shown back); a form too large to read is a page saying so.
 A task, a question or a call's arguments past `SHOWN_CHARS` characters (a model's megabyte)
 shows its start and a note linking `/runs/ID`.
 The page reloads itself every `REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no
