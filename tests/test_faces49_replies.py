@@ -42,8 +42,11 @@ class Faces:
     def __init__(self, tmp: Path) -> None:
         self.url = str(tmp / "runs.db")
         self.store = open_store(self.url)
+        # the Python face: a runner of its own (a runner is used from one event loop at a time, and the
+        # service's drives its runs on the app's)
         self.runner = Runner(self.store, example_catalog(tmp / "worlds"))
-        service = Service(self.runner, Token(TOKEN), sweep_interval=3600)
+        self.served = Runner(self.store, example_catalog(tmp / "worlds"))
+        service = Service(self.served, Token(TOKEN), sweep_interval=3600)
         self.api = TestClient(create_app(service), base_url=LOCAL, raise_server_exceptions=False)
         self.api.__enter__()
         self.api.cookies.set(COOKIE, Token(TOKEN).cookie_value)  # signed in to the inbox
@@ -74,6 +77,7 @@ class Faces:
     def close(self) -> None:
         self.api.__exit__(None, None, None)
         self.runner.catalog.close()
+        self.served.catalog.close()
         self.store.close()
 
 
