@@ -169,7 +169,8 @@ def run_queue(args: argparse.Namespace) -> int:
 
 def run_label(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        given = review.label(store, args.run_id, args.label, args.note or "", by=args.by or current_user())
+        by = current_user() if args.by is None else args.by  # a blank --by is refused, not taken as you
+        given = review.label(store, args.run_id, args.label, args.note or "", by=by)
     print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label} by {given.by}")
     print(f"    -> endstate review promote {given.run_id}{store_on(args)}   turns it into an eval case")
     return 0

@@ -28,7 +28,7 @@ from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero, current_user
 from agent.durable._storetime import StoreClock, pending_by_store_clock
 from agent.durable.catalog import SEED_CATALOG, load_catalog
-from agent.durable.runner import Runner, checked_answerer, runner_with_telemetry
+from agent.durable.runner import Runner, checked_answerer, given_reason, runner_with_telemetry
 from agent.durable.store import (
     DEFAULT_TIMEOUT,
     ENV_STORE_TIMEOUT,
@@ -290,7 +290,7 @@ def _approve(args: argparse.Namespace) -> int:
 
 
 def _deny(args: argparse.Namespace) -> int:
-    by, reason = answered_by(args), args.reason or None
+    by, reason = answered_by(args), given_reason(args.reason)
     return _continue(
         args, lambda runner: runner.claim(args.run_id, reason, approved=False, by=by), create=False
     )

@@ -31,6 +31,7 @@ from agent.budget import MAX_SECONDS
 from agent.cli._help import CATALOG, METRICS_ADDR, OTEL, TEMPORAL, metrics_addr
 from agent.cli._signals import sigterm_as_ctrl_c
 from agent.cli.runs import add_catalog_arg, answered_by, refuse_undecodable, start_options
+from agent.durable.runner import given_reason
 from agent.durable.store import ENV_STORE
 from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
@@ -330,10 +331,9 @@ async def _approve(args: argparse.Namespace) -> int:
 
 
 async def _deny(args: argparse.Namespace) -> int:
-    by = answered_by(args)
-    return _print_result(
-        args, await _noted(args, (await _runs_client(args)).deny(args.run_id, args.reason, by=by))
-    )
+    by, reason = answered_by(args), given_reason(args.reason) or ""  # blank: none, as over a store
+    runs = await _runs_client(args)
+    return _print_result(args, await _noted(args, runs.deny(args.run_id, reason, by=by)))
 
 
 async def _resume(args: argparse.Namespace) -> int:

@@ -176,11 +176,17 @@ def label(
 
 def labeller(by: str) -> str:
     """The name a label is given under, trimmed: as an answer's (`answerer`), plain text on one line
-    of at most `NAME_CHARS` characters (`ReviewError` says why not)."""
+    of at most `NAME_CHARS` characters, and never blank: the review page requires one (`ReviewError`
+    says why not)."""
     name = by.strip()
+    if not name:
+        raise ReviewError(
+            "say who gives the label: a name (such as 'ana'), kept with it and shown to whoever reads it "
+            "next; nothing was labelled"
+        )
     if len(name) > NAME_CHARS:
         raise ReviewError(
-            f"the labeller's name is {len(name)} characters long; at most {NAME_CHARS} are kept: "
+            f"the labeller's name is {len(name)} characters long; at most {NAME_CHARS} characters are kept: "
             "give a shorter name"
         )
     if unplain(name):  # as an answer's name: a line break or an escape is no name to show

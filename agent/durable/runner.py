@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent._codec import unwritable
 from agent._state import calls_of
-from agent._valid import is_number, is_text
+from agent._valid import is_count, is_number, is_text
 from agent.agent import Agent, as_reply
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
@@ -169,12 +169,25 @@ def check_start_text(task: object, task_type: object) -> None:
         )
 
 
+def check_given_id(run_id: object) -> None:
+    """Refuse an empty run id, as the CLI and the API refuse one: taken as no id, each retry of a caller
+    whose key went missing (`run_id=os.environ.get("KEY", "")`) would start another run."""
+    if run_id == "":
+        raise ConfigError("run_id must not be empty: give an id, or leave it out (None) for a new one")
+
+
 def checked_answerer(by: object) -> str | None:
     """The name an answer is given under (None: none), or `ConfigError` saying what is wrong."""
     try:
         return answerer(by)
     except ValueError as exc:
         raise ConfigError(f"{exc}; nothing was changed") from None
+
+
+def given_reason(reason: str | None) -> str | None:
+    """A denial's reason as every face keeps it: None for a blank one (spaces), which is no reason (a
+    reason that is not text is left for `check_answer` to refuse)."""
+    return None if isinstance(reason, str) and not reason.strip() else reason
 
 
 def answered(record: RunRecord) -> str:
@@ -294,6 +307,7 @@ class Runner:
     ) -> Job:
         """Create a run's record, held by this runner; `drive` the job to run it."""
         check_start_text(task, task_type)
+        check_given_id(run_id)
         given, run_id = run_id is not None, run_id or uuid.uuid4().hex
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(
@@ -353,7 +367,7 @@ class Runner:
         run has moved on to another question or call. `by` names who answers (kept on the run
         as its last answer; None: no name), and is told to whoever answers after.
         """
-        answer, approved = stored_pair(answer, approved)
+        answer, approved = claimed_reply(answer, approved, segments)
         by = checked_answerer(by)
         current = self._stored(run_id)
         self._check_known(current)
@@ -1439,6 +1453,21 @@ def stored_pair(answer: HumanReply | str | None, approved: bool | None) -> tuple
     return (reply.text if reply is not None else None), None
 
 
+def claimed_reply(
+    answer: HumanReply | str | None, approved: bool | None, segments: object
+) -> tuple[str | None, bool | None]:
+    """A claim's reply as the store's pair (`stored_pair`), the blank text of a denial or an approval as
+    none (`given_reason`: the model is told "no reason given"); `AnswerError` for a `segments` that is no
+    count (True was read as 1, "1" raised TypeError), as the API and a Temporal run refuse it."""
+    if segments is not None and not is_count(segments):
+        raise AnswerError(
+            f"segments must be the run's segments count as read (a whole number), not {segments!r:.40}; "
+            "nothing was changed"
+        )
+    answer, approved = stored_pair(answer, approved)
+    return (answer, approved) if approved is None else (given_reason(answer), approved)
+
+
 def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -> None:
     """Refuse an answer that does not fit what a waiting run waits for."""
     if answer is not None and not isinstance(answer, str):
@@ -1448,6 +1477,11 @@ def check_answer(record: RunRecord, answer: str | None, approved: bool | None) -
     pending = record.pending.name if record.pending is not None else None
     if problem := reply_problem(as_reply(answer, approved), pending, record.question):
         raise AnswerError(f"run {record.run_id} {problem}")
+    if approved is True and answer is not None:  # no other face can send it; the model would never read it
+        raise AnswerError(
+            f"run {record.run_id}: an approval carries no text (the call runs as shown, and the agent is "
+            "told nothing more); nothing was changed. Approve without it, or deny with it as the reason"
+        )
 
 
 @functools.cache

@@ -13,7 +13,7 @@ service listens beyond loopback, see `reads_need_token`):
                                   (one that passes `PAGE_BYTES` of texts ends early: see `next`)
     POST /runs/{id}/answer        {"answer", "segments"?, "by"?}   -> 202, the run continues here
     POST /runs/{id}/approve       {"segments"?, "by"?}             -> 202
-    POST /runs/{id}/deny          {"reason"?, "segments"?, "by"?}  -> 202
+    POST /runs/{id}/deny          {"reason"?, "segments"?, "by"?}  -> 202 (a blank reason is none)
     POST /runs/{id}/resume        {"more_turns"?, "more_seconds"?, "more_tokens"?, "more_cost"?} -> 202
                                   a cancelled run continues; a limit stop, with that much more budget
 
@@ -66,7 +66,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent._valid import is_count
 from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
-from agent.durable.runner import Job
+from agent.durable.runner import Job, given_reason
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.base import CUT_OBJECTS, CUT_TEXTS, Listing, PrunedRunId, answerer, dumps
 from agent.durable.store.urls import scrub
@@ -384,7 +384,8 @@ class Api:
         body = known_fields(
             await json_body(request, self.service.body_timeout, empty_ok=True), "reason", "segments", "by"
         )
-        return await self._claimed(request, optional(body, "reason", str), False, body)
+        reason = given_reason(optional(body, "reason", str))  # blank: none, as every face keeps it
+        return await self._claimed(request, reason, False, body)
 
     async def resume(self, request: Request) -> Response:
         """A cancelled run continues; one that stopped at a limit, with the `more_*` budget given."""

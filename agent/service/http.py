@@ -303,9 +303,11 @@ def _within(store: Any, offset: int, limit: int, only: Only, budget: int) -> Row
 
 
 def text_bytes(record: RunRecord) -> int:
-    """About how many bytes a waiting run's texts take in a page: its task, question and call."""
+    """About how many bytes a waiting run's texts take in a page: its task, question and call, and the
+    last answer it was given and why one was refused (an earlier question's answer: megabytes, maybe)."""
     call = json_text(record.pending.arguments) if record.pending else ""
-    return sum(len(t.encode("utf-8", "surrogatepass")) for t in (record.task, record.question or "", call))
+    texts = (record.task, record.question, call, record.last_answer, record.refused)
+    return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts if t)
 
 
 def _cut(store: Any, offset: int, limit: int, only: Only, budget: int | None) -> WaitingPage:

@@ -16,6 +16,8 @@ Each shows what the agent did before asking (its summary and last tool calls) an
 approval, what the call would do (the tool's own `preview`, see `briefing`). A request past
 its deadline shows as expired, without buttons; an answer or deny reason refused (someone
 answered first, the deadline passed, the sign-in ended) is shown back, unrefreshed, to copy.
+An answer holds at most `ANSWER_CHARS` characters of any script and a reason `REASON_CHARS` (the boxes
+say so; a longer one is refused and shown back); a form too large to read is a page saying so.
 A task, a question or a call's arguments past `SHOWN_CHARS` characters (a model's megabyte)
 shows its start and a note linking `/runs/ID`.
 The page reloads itself every `REFRESH_SECONDS` with a `<meta http-equiv="refresh">` (no
@@ -40,6 +42,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from agent.durable.runner import given_reason
 from agent.durable.store import RunRecord
 from agent.durable.store.base import ANSWERER_CHARS, answerer, when
 from agent.errors import EndstateError
@@ -47,6 +50,7 @@ from agent.service.auth import CLOCK_SKEW, COOKIE, ENV_TOKEN, ENV_TOKEN_FILE, SE
 from agent.service.briefing import Briefing, Preview, Step, brief, waited_seconds
 from agent.service.config import Service
 from agent.service.http import (
+    MAX_BODY,
     NO_PAGE,
     Problem,
     check_strings,
@@ -64,6 +68,12 @@ from agent.service.visible import escape, visible_json
 from agent.text import lookalikes
 
 REFRESH_SECONDS = 30  # long enough to read a request, short enough that on-call sees new ones
+ANSWER_CHARS = 20_000  # the longest answer the page's box takes (its maxlength), checked here too
+REASON_CHARS = 2_000  # the longest deny reason, likewise
+# a reply form's bytes as sent: the longest answer, each character up to 4 bytes of UTF-8 and each byte
+# percent-encoded (3), with room for the other fields. The API's 64 KiB refused 8,000 Chinese characters
+# the box took, as raw JSON, the answer lost
+FORM_BYTES = ANSWER_CHARS * 4 * 3 + 16 * 1024
 SHOWN_CHARS = 20_000  # of a task, a question or a call's arguments the list shows (a megabyte: cut, and said)
 FILTERS = ("agent", "task_type")
 VIEWS = (  # the inbox's views: (key, address, link text)
@@ -205,24 +215,29 @@ class Inbox:
         same_origin(request)
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if not self._signed_in(request):
-            posted = await written(request) if action in ("answer", "deny") else {}
+            posted = await written(request, FORM_BYTES) if action in ("answer", "deny") else {}
             return await self.render(
                 request, error="Sign in with the service token first.", status=401, kept=not_sent(posted)
             )
         if action not in ("answer", "approve", "deny"):
             return await self.render(request, error=f"Unknown action {action!r}.", status=404)
-        form = await form_of(request)
+        try:
+            form = await form_of(request, FORM_BYTES)
+        except Problem as exc:  # a page, as every refusal here: never the API's JSON in a browser
+            return await self.render(request, error=unread(exc), status=exc.status)
         if action == "answer" and not form.get("answer", "").strip():  # as the API: a blank answer is none
             return await self.render(
                 request, error="Write an answer first: a blank one is not sent.", status=400
             )
+        if problem := too_long(form):
+            return await self.render(request, error=problem, status=400, kept=not_sent(form))
         try:
             by = answerer(form.get("by"))
         except ValueError as exc:
             return await self.render(request, error=f"Your name: {exc}.", status=400, kept=not_sent(form))
         try:
             job = await self.service.for_request(self._claim, run_id, action, form, by)
-        except EndstateError as exc:
+        except (EndstateError, Problem) as exc:
             return await self.render(request, error=str(exc), status=status_of(exc), kept=not_sent(form))
         self.service.runner.spawn(job)
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
@@ -243,7 +258,7 @@ class Inbox:
             return claim(runner, run_id, form["answer"], segments=read, by=by)
         if action == "approve":
             return claim(runner, run_id, approved=True, segments=read, by=by)
-        return claim(runner, run_id, form.get("reason") or None, approved=False, segments=read, by=by)
+        return claim(runner, run_id, given_reason(form.get("reason")), approved=False, segments=read, by=by)
 
     def _signed_in(self, request: Request) -> bool:
         return signed_in(self.service, request)
@@ -268,12 +283,34 @@ def sign_out(service: Service, request: Request) -> None:
         ended[session] = now
 
 
-async def written(request: Request) -> dict[str, str]:
+async def written(request: Request, limit: int = MAX_BODY) -> dict[str, str]:
     """The form a signed-out person posted (a session ended at 12 h), to show back; {} if unreadable."""
     try:
-        return await form_of(request)
+        return await form_of(request, limit)
     except Problem:
         return {}
+
+
+def unread(exc: Problem) -> str:
+    """Why a reply's form could not be read, for the person who sent it: nothing was sent."""
+    if exc.status == 413:
+        return (
+            f"Your form is more than {FORM_BYTES:,} bytes as sent, too large to read: nothing was sent. Send "
+            f"a shorter answer (at most {ANSWER_CHARS:,} characters) or reason (at most {REASON_CHARS:,})."
+        )
+    return f"Your form could not be read ({exc}): nothing was sent."
+
+
+def too_long(form: dict[str, str]) -> str:
+    """Why a reply's text is longer than its box on the page takes ('' when it is not): the API takes
+    what fits in its body; the page says how much it takes, and holds to it."""
+    for field, most in (("answer", ANSWER_CHARS), ("reason", REASON_CHARS)):
+        if len(text := form.get(field, "")) > most:
+            return (
+                f"Your {field} is {len(text):,} characters long; the inbox takes at most {most:,} "
+                "characters: shorten it (it is kept below to copy), or send it whole through the API."
+            )
+    return ""
 
 
 def not_sent(form: dict[str, str], fields: tuple[str, ...] = ("answer", "reason")) -> str:
@@ -329,12 +366,12 @@ def session(is_signed_in: bool) -> str:
     return _SIGN_OUT if is_signed_in else _SIGN_IN + _TOKEN_HELP
 
 
-async def form_of(request: Request) -> dict[str, str]:
+async def form_of(request: Request, limit: int = MAX_BODY) -> dict[str, str]:
     """An urlencoded form (no multipart dependency): the first value of each field, read within the
-    service's `--body-timeout` (408), as the JSON API reads its bodies."""
+    service's `--body-timeout` (408) and `limit` bytes (413), as the JSON API reads its bodies."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         raise Problem(415, "post the form as application/x-www-form-urlencoded")
-    raw = await read_body(request, request.app.state.service.body_timeout)
+    raw = await read_body(request, request.app.state.service.body_timeout, limit)
     try:
         fields = parse_qs(raw.decode(), keep_blank_values=True, errors="strict")
     except UnicodeDecodeError as exc:
@@ -531,12 +568,13 @@ def _forms(r: RunRecord, view: View, name: str = "") -> str:
     {read}<button type="submit">Approve</button>
     <span class="effect">the call runs as shown, then the agent continues.</span></form>
   <form method="post" action="{to["deny"]}" class="deny">
-    {read}<label>Reason <input name="reason" type="text" maxlength="2000"></label>
+    {read}<label>Reason <input name="reason" type="text" maxlength="{REASON_CHARS}"></label>
     <button type="submit">Deny</button>
     <span class="effect">the call does not run; the agent is told it was denied, with your reason,
     and goes on from there.</span></form></div>"""
     return f"""<div class="actions"><form method="post" action="{to["answer"]}" class="answer">
-    {read}<label>Answer <textarea name="answer" required maxlength="20000" rows="2"></textarea></label>
+    {read}<label>Answer
+      <textarea name="answer" required maxlength="{ANSWER_CHARS}" rows="2"></textarea></label>
     <button type="submit">Send answer</button>
     <span class="effect">the agent gets your answer as the reply to its question and continues.</span>
   </form></div>"""

@@ -377,11 +377,8 @@ class ReviewPages:
             )
         form = await form_of(request)
         kept, by, note = not_sent(form, NOTE), form.get("by", "").strip(), form.get("note", "")
-        if not by or len(by) > MAX_NAME or len(note) > MAX_NOTE:
-            problem = (
-                f"Say who you are (your name, at most {MAX_NAME} characters) with the label, "
-                f"and keep the note under {MAX_NOTE} characters."
-            )
+        if not by:  # a name too long, or a note, is refused by `review.label`, as `endstate review label` is
+            problem = f"Say who you are (your name, at most {MAX_NAME} characters) with the label."
             return await self.render_queue(request, error=problem, status=400, kept=kept)
         try:
             given = await run_in_threadpool(

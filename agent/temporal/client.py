@@ -50,11 +50,18 @@ from temporalio.service import RetryConfig, RPCError, RPCStatusCode, ServiceClie
 from agent._state import extended
 from agent._valid import is_text, is_whole
 from agent.budget import Extension
-from agent.durable.runner import RUN_ID, AnswerError, check_state, checked_answerer
+from agent.durable.runner import (
+    RUN_ID,
+    AnswerError,
+    check_given_id,
+    check_state,
+    checked_answerer,
+    given_reason,
+)
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.base import too_late
 from agent.errors import ConfigError
-from agent.journal import Journal
+from agent.journal import Journal, reply_problem
 from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import _wire as w
 from agent.text import LONE_SURROGATE
@@ -151,6 +158,7 @@ class TemporalRuns:
         """Start a run; with `wait`, its first segment's result, else its run id at once."""
         if not is_text(task):
             raise ConfigError("task must be a non-empty string")
+        check_given_id(run_id)
         run_id = run_id or _new_id()
         if not RUN_ID.fullmatch(run_id):
             raise ConfigError(
@@ -232,7 +240,7 @@ class TemporalRuns:
         return await self._reply(run_id, w.APPROVE, [], by)
 
     async def deny(self, run_id: str, reason: str = "", *, by: str | None = None) -> RunResult:
-        return await self._reply(run_id, w.DENY, [reason], by)
+        return await self._reply(run_id, w.DENY, [given_reason(reason) or ""], by)
 
     async def submit(
         self,
@@ -322,7 +330,11 @@ class TemporalRuns:
         ended = await self.ended(run_id)
         wanted = StopReason.CANCELLED if more is None else StopReason.LIMIT
         if ended is None or ended[0].reason is not wanted:
+            waits = await self._waits(run_id) if ended is None else None
+            if waits is not None and more is None:  # as a store's runner says it (an `AnswerError`)
+                raise AnswerError(f"run {run_id} {waits}; nothing was changed")
             where = "running" if ended is None else f"ended as {ended[0].reason}"
+            where = "waiting for a person" if waits is not None else where
             wants = "cancelled" if more is None else "stopped at a limit"
             hint = " (give it more budget to go on)" if more is None and ended and ended[0].limit else ""
             raise NotClaimable(f"run {run_id} is {where}, not {wants}{hint}; nothing was changed")
@@ -337,6 +349,14 @@ class TemporalRuns:
                 "nothing was changed"
             )
         return result, run
+
+    async def _waits(self, run_id: str) -> str | None:
+        """What the run waits for (`reply_problem`'s words for no reply), or None when it waits for no
+        person: a run that waits is `running` to Temporal."""
+        record = await self.record(run_id)
+        if record is None or record.status is not RunStatus.WAITING:
+            return None
+        return reply_problem(None, record.pending.name if record.pending else None, record.question)
 
     async def _answered_memo(self, run_id: str) -> dict[str, Any]:
         """The run's last reply as its latest execution's memo keeps it (`_wire.ANSWERED`), for the next."""
@@ -736,9 +756,16 @@ def _left_out(run_id: str, args: list[Any], older: list[Any]) -> None:
 
 
 def _update_of(answer: str | None, approved: bool | None) -> tuple[str, list[Any]]:
+    """The update and its arguments for a reply; an approval with text is refused, as a store's runner
+    refuses it (the text would be dropped unread), and a blank denial reason is sent as none."""
     if approved is None:
         return w.ANSWER, [answer or ""]
-    return (w.APPROVE, []) if approved else (w.DENY, [answer or ""])
+    if approved and given_reason(answer) is not None:
+        raise AnswerError(
+            "an approval carries no text (the call runs as shown, and the agent is told nothing more); "
+            "nothing was changed. Approve without it, or deny with it as the reason"
+        )
+    return (w.APPROVE, []) if approved else (w.DENY, [given_reason(answer) or ""])
 
 
 def _status(status: WorkflowExecutionStatus | None, last: dict[str, Any], waiting: bool) -> RunStatus:
