@@ -776,7 +776,7 @@ async def apply_answer(
     if isinstance(reply, Answer):
         return Result(call.id, f"Answer from {who}: {reply.text}")
     if isinstance(reply, Denial):
-        reason = (reply.reason or "no reason given").rstrip(". ")
+        reason = reply.reason.strip().rstrip(". ") or "no reason given"  # blank: none, as on every face
         return Result(call.id, f"Denied by {who}: {reason}. Do not retry this call.")
     tool = agent.tool_named(call.name)
     if tool is None:
