@@ -24,13 +24,14 @@ CATALOG = (
     "ENDSTATE_WORLDS (the example agents' folders), "
     "ENDSTATE_PREPARE_TIMEOUT (seconds a catalog entry's prepare may take as a run starts; 300)"
 )
+MODEL_TABLE = "ANTHROPIC_API_KEY, ENDSTATE_MODELS (a model table file)"
 MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
 GRACE = "ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM)"
 RUNS = f"{STORE}; {STORE_TIMEOUT}; {CATALOG}; {GRACE}; {OTEL}"
 LISTS = f"{STORE}; {STORE_TIMEOUT}; {TEMPORAL}"
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "": f"{STORE}; {CATALOG}; {MODELS}; {OTEL}; and per command, in its --help",
-    "demo": f"{MODELS} (with --model); {OTEL} (the demo's default: .endstate/traces.jsonl)",
+    "demo": f"{MODEL_TABLE} (with --model); {OTEL} (the demo's default: .endstate/traces.jsonl)",
     "eval": f"{MODELS} (with --model); ENDSTATE_CATALOG (the agents of cases that name no catalog), "
     "ENDSTATE_CATALOG_TIMEOUT (seconds a catalog may take to load)",
     "limits": STORE,
