@@ -37,6 +37,7 @@ from agent.errors import ConfigError
 from agent.result import RunResult, StopReason
 from agent.service.server import first_scrape_arg, port_number, seconds, seconds_from_zero
 from agent.summary import plural
+from agent.text import one_line
 
 if TYPE_CHECKING:  # Temporal is an extra: the CLI starts without it
     from agent.temporal.worker import InHand
@@ -314,7 +315,8 @@ def _refused(result: RunResult) -> bool:
     as error, so its line is printed and the same exit code and reason go to stderr."""
     if (result.reason, result.error_type, result.turns) != (StopReason.ERROR, "ConfigError", 0):
         return False
-    print(f"endstate: the workers could not begin run {result.run_id}: {result.note}", file=sys.stderr)
+    note = one_line(result.note or "")  # the workers' words, which quote the request's
+    print(f"endstate: the workers could not begin run {result.run_id}: {note}", file=sys.stderr)
     return True
 
 
@@ -403,7 +405,8 @@ async def _waiting_pairs(pending: Callable[[], list[tuple[str, str, float]]]) ->
     try:
         return {(agent, task_type) for agent, task_type, _ in await asyncio.to_thread(pending)}
     except Exception as exc:
-        print(f"endstate worker: the runs waiting for a person could not be listed ({exc})", flush=True)
+        listed = one_line(str(exc))
+        print(f"endstate worker: the runs waiting for a person could not be listed ({listed})", flush=True)
         return set()
 
 
