@@ -18,6 +18,7 @@ from typing import Any, Literal, NoReturn
 from agent._frozen import fast_init
 from agent.content import Block
 from agent.stops import MESSAGES_API_STOPS, LimitKind, StopKind, StopReason, Suspension
+from agent.text import says_something
 
 # -- what a reply holds -------------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ def reply_problem(reply: HumanReply | None, pending: str | None, question: str |
         return f"waits for approval of the call {pending!r}: approve or deny it"
     if isinstance(reply, Approval | Denial):
         return "waits for an answer to a question, not for an approval: answer it"
-    if isinstance(reply, Answer) and reply.text.strip():
+    if isinstance(reply, Answer) and says_something(reply.text):  # not blanks, not zero-width spaces
         return None
     return f"waits for an answer to {question!r}: give one" if question else "waits for an answer: give one"
 

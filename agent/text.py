@@ -48,6 +48,12 @@ def shown(char: str) -> bool:
     return char in _KEPT or (char.isprintable() and not _PRINTABLE_BUT_HIDDEN.match(char))
 
 
+def says_something(text: str) -> bool:
+    """True when `text` shows a character that is not a space: a text of blanks, or of characters
+    that show nothing (zero-width spaces, controls, variation selectors), says nothing."""
+    return any(shown(c) and not c.isspace() for c in text)
+
+
 def escaped(char: str) -> str:
     """`char` as the escape `visible` writes: `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN` (YAML's double-quoted
     escapes too)."""
