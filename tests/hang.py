@@ -71,16 +71,19 @@ class FreezableProxy:
     async def _start(self) -> int:
         self._flowing = asyncio.Event()
         self._flowing.set()
+        self._writers: set[asyncio.StreamWriter] = set()  # both ends of every connection, closed at stop
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         return int(self._server.sockets[0].getsockname()[1])
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self._writers.add(writer)
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
             writer.close()
             return
+        self._writers.add(up_writer)
         await asyncio.gather(
             self._pump(reader, up_writer), self._pump(up_reader, writer), return_exceptions=True
         )
@@ -119,11 +122,16 @@ class FreezableProxy:
 
     async def _stop(self) -> None:
         self._server.close()
-        tasks = asyncio.all_tasks() - {asyncio.current_task()}
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        for _ in range(3):  # a connection accepted as the server closed starts its task after a round
+            tasks = asyncio.all_tasks() - {asyncio.current_task()}
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in self._writers:  # a connection whose task was cancelled before its pumps closed it
+            writer.transport.abort()
         await self._server.wait_closed()
+        for _ in range(3):  # the aborts close their sockets in callbacks: run them before the loop closes
+            await asyncio.sleep(0)
 
     def __enter__(self) -> FreezableProxy:
         return self
