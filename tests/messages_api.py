@@ -5,8 +5,9 @@ responses and records every request it receives. Build responses with
 `message` (a reply, from `text` and `tool_use` blocks), `error` (an API error
 with the API's JSON error shape), `hang` (a response that never comes in
 time), `malformed` (a 200 whose body cannot be read), `dropped` (a stream whose
-connection breaks mid-way) and `stream_error` (a stream that begins, then
-sends an error event). Like the real API, it answers
+connection breaks mid-way), `stream_error` (a stream that begins, then
+sends an error event) and `flood` (a well-formed stream of as many text
+deltas as asked, as fast as read, counted in `flood_sent`). Like the real API, it answers
 a malformed request with a 400 (or a 401 without credentials) and does not
 consume a scripted response for it.
 
@@ -86,6 +87,7 @@ class Response:
     usage_from_request: bool = False
     events: tuple[tuple[str, Any], ...] | None = None
     chunk_bytes: int | None = None
+    flood: tuple[int, int] | None = None  # (deltas, characters each): see `flood`
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,14 @@ def streamed(*events: tuple[str, Any], chunk_bytes: int | None = None) -> Respon
     return Response(200, None, events=tuple(events), chunk_bytes=chunk_bytes)
 
 
+def flood(deltas: int, size: int, output_tokens: int = 5) -> Response:
+    """A well-formed streamed reply of one text block of `deltas` text deltas of `size` characters
+    each (made as they are sent, never held whole), then its end, counting `output_tokens`: a broken
+    proxy or a hostile endpoint streaming for ever, fast. `MessagesAPI.flood_sent` counts the deltas
+    sent (to a client that cut the stream: about those it read, and what the sockets buffered)."""
+    return Response(200, message(text(""), output_tokens=output_tokens).body, flood=(deltas, size))
+
+
 def events_of(
     response: Response, model: str = "claude-test", id: str = "msg_scripted"
 ) -> list[tuple[str, Any]]:
@@ -287,6 +297,7 @@ class MessagesAPI:
         # blocks (`thinking.block_binding`, with its beta header); `dropped_thinking` counts them.
         self.bind_thinking = False
         self.dropped_thinking = 0
+        self.flood_sent = 0  # text deltas of `flood` replies sent, all streams together
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -557,7 +568,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("transfer-encoding", "chunked")  # so the connection stays open after it
             self.end_headers()
             scripted = list(response.events) if response.events is not None else None
-            sent = scripted if scripted is not None else stream_events(body, response.malformed)
+            sent: Any = scripted if scripted is not None else stream_events(body, response.malformed)
+            if response.flood is not None:
+                sent = self._flood_events(sent, *response.flood)
             if response.chunk_bytes:  # the same bytes, cut into pieces anywhere (mid-line, mid-UTF-8)
                 self._chunked(b"".join(encode(e, d) for e, d in sent), response.chunk_bytes)
                 sent = []
@@ -572,6 +585,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(b"")
         except OSError:  # the client went away mid-stream (its time budget)
             self.close_connection = True
+
+    def _flood_events(
+        self, events: list[tuple[str, Any]], deltas: int, size: int
+    ) -> Iterator[tuple[str, Any]]:
+        """`events` (a message of one empty text block) with `deltas` text deltas of `size` characters
+        streamed into that block, each made as it is sent and counted in `flood_sent`."""
+        piece = ("all work and no play " * (size // 21 + 1))[:size]
+        for event, data in events:
+            if event == "content_block_stop":
+                for _ in range(deltas):
+                    yield (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    )
+                    with self.server.api._lock:
+                        self.server.api.flood_sent += 1
+            yield event, data
 
     def _chunked(self, data: bytes, size: int) -> None:
         for i in range(0, len(data), size):

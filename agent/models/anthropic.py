@@ -325,6 +325,13 @@ _CUT_STOPS = ("max_tokens", "model_context_window_exceeded")
 # ...and those after which a call's streamed input may have stopped short (a refusal ends the run).
 _SHORT_STOPS = (*_CUT_STOPS, "refusal")
 _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API counted it
+# The most characters one output token streams, far past any real one: English averages about 4, and
+# a tokenizer's longest entries (runs of spaces or punctuation) are a few dozen; a character a call's
+# input JSON may escape (`\uXXXX`: 6) is one a token holds few of. A stream of more characters than
+# this many for each token its call can write (`max_tokens` in each of `_MOST_SAMPLINGS` samplings,
+# a bound itself 20 times a call without server tools) is no reply the API could send (a broken proxy,
+# an endpoint streaming deltas for ever): it is cut there, before the SDK holds more of it in memory.
+_MOST_CHARS_PER_TOKEN = 64
 
 # One call reads at most this many context windows, and writes at most this many times its max_tokens:
 # the API's server-side loop (server tools) samples up to 10 times before it pauses the turn
@@ -1406,6 +1413,7 @@ class _StreamWatch:
             if self.first_token is None:
                 self.first_token = time.monotonic() - self.started
             self.streamed_chars += _delta_chars(event.delta)
+            self._check_length()
             self._gather(event.index, event.delta)
         elif kind == "message_delta":
             output = getattr(getattr(event, "usage", None), "output_tokens", None)
@@ -1418,6 +1426,17 @@ class _StreamWatch:
             self.working = self.working and self._block.endswith("_tool_result")
         elif kind == "content_block_stop":  # the API runs the call that just ended: it may take minutes
             self.working = self.working or (self._block.endswith("tool_use") and self._block != "tool_use")
+
+    def _check_length(self) -> None:
+        """`ValueError` once the stream has sent more characters than any reply within the request's
+        `max_tokens` can hold (`_MOST_CHARS_PER_TOKEN`): a stream that never ends is cut there."""
+        if self.max_tokens and self.streamed_chars > (
+            most := self.max_tokens * _MOST_SAMPLINGS * _MOST_CHARS_PER_TOKEN
+        ):
+            raise ValueError(
+                f"the stream sent over {most:,} characters of output, more than a reply of "
+                f"max_tokens {self.max_tokens:,} can hold: cut as a stream that never ends"
+            )
 
     def _check_order(self, kind: str, event: Any) -> None:
         """`ValueError` for an event of the message out of the API's order, which the SDK's
