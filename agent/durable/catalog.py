@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import contextvars
 import importlib
 import logging
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent._env import seconds_variable
 from agent._valid import is_text
+from agent._within import Overdue, call_within
 from agent.agent import Agent
 from agent.clock import CancelSignal
 from agent.errors import ConfigError, EndstateError
@@ -52,47 +51,25 @@ def prepare_timeout() -> float:
 
 
 def prepare_within(name: str, entry: AgentEntry, state: State, run_id: str, seconds: float) -> State:
-    """`entry.prepare(state, run_id)` on a daemon thread, waited for at most `seconds`: past them
-    `PrepareHangs` (its thread left behind: a call cannot be killed, and it never keeps the process from
-    exiting). What a late `prepare` returns after all is let go by the entry's `cleanup`, as no run
-    holds it. What it raises in time is raised here."""
+    """`entry.prepare(state, run_id)` given `seconds` (`call_within`): past them `PrepareHangs`. What a
+    late `prepare` returns after all is let go by the entry's `cleanup`, as no run holds it. What it
+    raises in time is raised here."""
     assert entry.prepare is not None
-    prepare, ended = entry.prepare, threading.Event()
-    done: list[tuple[bool, Any]] = []
-    lock, left = threading.Lock(), [False]
-
-    def job() -> None:
-        try:
-            outcome: tuple[bool, Any] = (True, prepare(state, run_id))
-        except BaseException as exc:  # handed to the caller
-            outcome = (False, exc)
-        with lock:
-            if not left[0]:
-                done.append(outcome)
-                ended.set()
-                return
-        if outcome[0]:
-            _let_go(name, entry, outcome[1], run_id)
-
-    context = contextvars.copy_context()
-    threading.Thread(
-        target=context.run, args=(job,), name=f"endstate-prepare {name[:60]}", daemon=True
-    ).start()
-    ended.wait(seconds)
-    with lock:
-        left[0] = not done
-    if left[0]:
+    prepare = entry.prepare
+    try:
+        return call_within(
+            lambda: prepare(state, run_id),
+            seconds,
+            f"endstate-prepare {name[:60]}",
+            late=lambda made: _let_go(name, entry, made, run_id),
+        )
+    except Overdue:
         raise PrepareHangs(
             f"agent {name!r} could not be set up: its catalog entry's prepare did not finish within "
             f"{seconds:g} s (does it wait on a server, a lock or a prompt?); nothing was stored, and what it "
             f"makes if it ends is let go by its cleanup. Make prepare return, or give it longer: "
             f"${ENV_PREPARE_TIMEOUT}=SECONDS (at most {MAX_PREPARE_TIMEOUT:g})"
-        )
-    [(returned, value)] = done
-    if not returned:
-        raise value
-    prepared: State = value
-    return prepared
+        ) from None
 
 
 def _let_go(name: str, entry: AgentEntry, state: Any, run_id: str) -> None:

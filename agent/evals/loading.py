@@ -9,11 +9,11 @@ exiting (an import cannot be killed).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TypeVar
 
 from agent._env import seconds_variable
+from agent._within import Overdue, call_within
 from agent.errors import ConfigError
 
 T = TypeVar("T")
@@ -38,24 +38,11 @@ def load_within(module: str, load: Callable[[], T], seconds: float | None = None
     """`load()` (which imports `module`), given `seconds` (default `catalog_timeout()`); past them a
     `CatalogHangs` naming the module, the deadline and how to raise it."""
     seconds = catalog_timeout() if seconds is None else seconds
-    done: list[T] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            done.append(load())
-        except BaseException as exc:
-            failed.append(exc)
-
-    loader = threading.Thread(target=run, name=f"catalog-load {module[:60]}", daemon=True)
-    loader.start()
-    loader.join(seconds)
-    if failed:
-        raise failed[0]
-    if done:
-        return done[0]
-    raise CatalogHangs(
-        f"the catalog module {module!r} did not finish loading within {seconds:g} s (does its import "
-        "wait on a server, a lock or a prompt?); nothing ran. Make its import return, or give it "
-        f"longer: ${ENV_CATALOG_TIMEOUT}=SECONDS (at most {MAX_CATALOG_TIMEOUT:g})"
-    )
+    try:
+        return call_within(load, seconds, f"catalog-load {module[:60]}")
+    except Overdue:
+        raise CatalogHangs(
+            f"the catalog module {module!r} did not finish loading within {seconds:g} s (does its import "
+            "wait on a server, a lock or a prompt?); nothing ran. Make its import return, or give it "
+            f"longer: ${ENV_CATALOG_TIMEOUT}=SECONDS (at most {MAX_CATALOG_TIMEOUT:g})"
+        ) from None
