@@ -81,13 +81,18 @@ class Faces:
         self.store.close()
 
 
-@pytest.fixture
-def faces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Faces]:
+def faces_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Faces]:
+    """Every face over a new store in `tmp_path`, the CLI's user "carol"; closed after (a fixture's body)."""
     monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
     monkeypatch.setattr(_help.getpass, "getuser", lambda: "carol")
     made = Faces(tmp_path)
     yield made
     made.close()
+
+
+@pytest.fixture
+def faces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Faces]:
+    yield from faces_over(tmp_path, monkeypatch)
 
 
 def _answered(record: RunRecord) -> tuple[str | None, str | None]:

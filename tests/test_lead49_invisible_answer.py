@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_faces49_replies import QUESTION, SAME_ORIGIN, Faces
+from test_faces49_replies import QUESTION, SAME_ORIGIN, Faces, faces_over
 from test_service_defences import AUTH
 
 from agent import Agent, Answer, SnapshotError, StopReason
-from agent.cli import _help
 from agent.cli.main import main
 from agent.durable.runner import AnswerError
 from agent.durable.store import RunStatus
@@ -41,11 +40,7 @@ def test_the_library_refuses_an_answer_that_shows_nothing(text: str) -> None:
 
 @pytest.fixture
 def faces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Faces]:
-    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
-    monkeypatch.setattr(_help.getpass, "getuser", lambda: "carol")
-    made = Faces(tmp_path)
-    yield made
-    made.close()
+    yield from faces_over(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("text", ["\u200b", "\x00\u200d"])
