@@ -51,6 +51,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from agent.text import LONE_SURROGATE, without_lone_surrogates
+from telemetry.finished import does_nothing_at_start
 from telemetry.names import DROP_EXPORT_FAILED, DROP_QUEUE_FULL, DROP_SHUTDOWN, SIGNAL_LOGS, SIGNAL_TRACES
 from telemetry.rejected import Rejections
 
@@ -461,6 +462,9 @@ class CountedBatchProcessor(_CountedQueue, SpanProcessor):
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return None
+
+
+does_nothing_at_start(CountedBatchProcessor)  # so spans made whole skip its `on_start` (telemetry.finished)
 
 
 class CountedLogProcessor(_CountedQueue, LogRecordProcessor):

@@ -51,6 +51,7 @@ from agent.result import StopCause, StopReason
 from telemetry import _content
 from telemetry import names as n
 from telemetry.capture import Capture
+from telemetry.finished import Parent, Spans
 from telemetry.redact import Redactor
 
 if TYPE_CHECKING:
@@ -150,6 +151,7 @@ class TracingHooks:
         logger_provider: LoggerProvider | None = None,
     ) -> None:
         self._tracer = tracer_provider.get_tracer(n.INSTRUMENTATION_SCOPE)
+        self._spans = Spans(self._tracer)  # the spans made whole: a turn's, a person's wait
         capture = (
             capture_content
             if isinstance(capture_content, Capture)
@@ -175,7 +177,8 @@ class TracingHooks:
         planned = (
             (info.planned, self.planned_ids(info) is not None) if info.planned and self.plans_spans else None
         )
-        return _RunTrace(self._tracer, info, shape, self._redact, self.capture_content, self._events, planned)
+        tracers = (self._tracer, self._spans)
+        return _RunTrace(tracers, info, shape, self._redact, self.capture_content, self._events, planned)
 
     @property
     def plans_spans(self) -> bool:
@@ -238,7 +241,7 @@ class _RunTrace(RunObserver):
 
     def __init__(
         self,
-        tracer: trace.Tracer,
+        tracers: tuple[trace.Tracer, Spans],  # the run span's, and the spans made whole
         info: RunInfo,
         shape: _Shape,
         redact: Redact,
@@ -246,7 +249,8 @@ class _RunTrace(RunObserver):
         events: Logger | None,
         planned: tuple[SegmentLink, bool] | None = None,  # planned ids, and whether the span is sampled
     ) -> None:
-        self._tracer, self._info, self._redact, self._capture = tracer, info, redact, capture
+        (self._tracer, self._spans), self._info = tracers, info
+        self._redact, self._capture = redact, capture
         self._events = events
         self._shape, self._planned = shape, planned
         self._run_events: list[tuple[str, dict[str, Any], int]] = []  # a planned span's, until it is made
@@ -329,18 +333,15 @@ class _RunTrace(RunObserver):
                 attributes[n.AGENT_TURN_CONTINUED] = True
             if signal is not None:
                 attributes[n.AGENT_TURN_SIGNAL] = signal
-            span = self._tracer.start_span(
-                n.SPAN_TURN, context=self._ctx, attributes=attributes, start_time=turn.start_ns
-            )
+            spans = self._spans
+            span = spans.open(n.SPAN_TURN, self._ctx, SpanKind.INTERNAL, attributes, turn.start_ns)
             try:
-                for name, event, at in turn.events:
-                    span.add_event(name, event, at)
                 if turn.calls:
-                    context = trace.set_span_in_context(span)
+                    parent = spans.parent_of(span)
                     for call in turn.calls:
-                        self._span_of(call, context)
+                        self._span_of(call, parent)
             finally:  # begun, so ended: a call's span failing leaves no turn span open
-                span.end()
+                spans.close(span, time.time_ns(), turn.events)
         except BaseException:
             hook_failed("turn_ended (spans)")
 
@@ -387,7 +388,7 @@ class _RunTrace(RunObserver):
         except BaseException:
             hook_failed("model_ended (spans)")
 
-    def _event(self, events: Logger, chat: _Call, span: trace.Span) -> None:
+    def _event(self, events: Logger, chat: _Call, span: Context) -> None:
         """The model call's content as a `gen_ai.client.inference.operation.details` event."""
         attributes = {key: value for key, value in chat.attributes.items() if key in _EVENT_KEYS} | (
             chat.content or {}
@@ -395,7 +396,7 @@ class _RunTrace(RunObserver):
         events.emit(
             event_name=n.EVENT_INFERENCE_DETAILS,
             attributes=attributes,
-            context=trace.set_span_in_context(span),
+            context=span,
             timestamp=chat.ended_ns,
         )
 
@@ -460,10 +461,10 @@ class _RunTrace(RunObserver):
                 attributes[n.AGENT_HUMAN_WAIT_PENDING_TOOL] = wait.pending_tool
             if self._capture and wait.question:
                 attributes[n.AGENT_HUMAN_WAIT_QUESTION] = self._redact(wait.question)
-            span = self._tracer.start_span(
-                n.SPAN_HUMAN_WAIT, context=self._ctx, attributes=attributes, start_time=_ns(wait.suspended_at)
+            span = self._spans.open(
+                n.SPAN_HUMAN_WAIT, self._ctx, SpanKind.INTERNAL, attributes, _ns(wait.suspended_at)
             )
-            span.end(end_time=_ns(wait.suspended_at + person_wait_seconds(wait)))
+            self._spans.close(span, _ns(wait.suspended_at + person_wait_seconds(wait)))
         except BaseException:
             hook_failed("human_waited (spans)")
 
@@ -542,7 +543,7 @@ class _RunTrace(RunObserver):
         else:
             self._span_of(call, self._ctx)
 
-    def _span_of(self, call: _Call, parent: Context) -> None:
+    def _span_of(self, call: _Call, parent: Parent) -> None:
         """The call's span under `parent`; failed when `error.type` says it failed.
 
         A call cut off by cancellation says so in `error.type` but is no error:
@@ -550,15 +551,13 @@ class _RunTrace(RunObserver):
         """
         if call.reply is not None:
             self._read_output(call, call.reply)
-        span = self._tracer.start_span(
-            call.name, context=parent, kind=call.kind, attributes=call.attributes, start_time=call.start_ns
-        )
+        spans = self._spans
+        span = spans.open(call.name, parent, call.kind, call.attributes, call.start_ns)
         error_type = call.attributes.get(n.ERROR_TYPE)
-        if error_type and error_type != n.ERROR_INTERRUPTED:
-            span.set_status(Status(StatusCode.ERROR, error_type))
-        span.end(end_time=call.ended_ns)
+        failed = error_type and error_type != n.ERROR_INTERRUPTED
+        spans.close(span, call.ended_ns, status=Status(StatusCode.ERROR, error_type) if failed else None)
         if call.event and self._events is not None:
-            self._event(self._events, call, span)
+            self._event(self._events, call, spans.context_of(span))
 
     def _read_output(self, chat: _Call, reply: ModelReply) -> None:
         """A model call's captured output, read from its reply as its span is made."""
