@@ -19,7 +19,7 @@ other tracer makes its spans with `start_span` as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -42,6 +42,14 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 EventSpec = tuple[str, Mapping[str, Any], int]  # name, attributes, time (ns)
 Parent = Union[Context, "_Open"]  # where a span is made: under a context's span, or one `open` made
 _UNSET = Status(StatusCode.UNSET)
+_FLAGS = {  # (sampled, the parent's trace id random): the span's flags, as `Tracer.start_span` sets them
+    (sampled, random): TraceFlags(
+        (TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+        | (TraceFlags.RANDOM_TRACE_ID if random else 0)
+    )
+    for sampled in (False, True)
+    for random in (False, True)
+}
 
 # What a processor does as a span starts or is ending: the SDK's and Endstate's own do nothing.
 _NOTHING_AT_START = {SpanProcessor.on_start, BatchSpanProcessor.on_start, SimpleSpanProcessor.on_start}
@@ -102,23 +110,15 @@ class Spans:
         else:
             sampled, state = decided, parent_span.trace_state
             recorded = attributes if decided else None
-        flags = TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT
-        if parent_span.trace_flags.random_trace_id:
-            flags |= TraceFlags.RANDOM_TRACE_ID
-        made = SpanContext(
-            parent_span.trace_id,
-            sdk.id_generator.generate_span_id(),
-            is_remote=False,
-            trace_flags=TraceFlags(flags),
-            trace_state=state,
-        )
+        flags = _FLAGS[sampled, parent_span.trace_flags.random_trace_id]
+        made = SpanContext(parent_span.trace_id, sdk.id_generator.generate_span_id(), False, flags, state)
         return _Open(name, made, parent_span, kind, recorded, start_ns)
 
     def close(
         self,
         span: _Open | trace.Span,
         end_ns: int,
-        events: Iterable[EventSpec] = (),
+        events: Sequence[EventSpec] = (),
         status: Status | None = None,
     ) -> None:
         """End `span` at `end_ns` with `events` and `status`, and hand it to the processors."""
@@ -139,8 +139,8 @@ class Spans:
             parent=span.parent,
             resource=self._sdk.resource,
             attributes=_bounded(span.attributes, limits),
-            events=_events(events, limits) if events else BoundedList(limits.max_events),
-            links=BoundedList(limits.max_links),
+            events=_events(events, limits) if events else (),  # none: none dropped, as the SDK's
+            links=(),
             kind=span.kind,
             status=status or _UNSET,
             start_time=span.start_ns,
@@ -209,16 +209,14 @@ def _sampled(sampler: sdk_sampling.Sampler, parent: SpanContext) -> bool | None:
 _SCALARS = frozenset({str, bool, int, float})
 
 
-def _bounded(attributes: Mapping[str, Any], limits: SpanLimits) -> BoundedAttributes:
-    """`attributes` as the SDK bounds a span's: when each is already a valid value within the
-    limits, kept as they are (the SDK's own copy does so), else cleaned by the SDK."""
+def _bounded(attributes: Mapping[str, Any], limits: SpanLimits) -> Mapping[str, Any]:
+    """`attributes` as the SDK bounds a span's: a copy as they are when each is already a valid
+    value within the limits (what the SDK's cleaning would keep, none dropped), else the SDK's."""
     most, longest = limits.max_span_attributes, limits.max_span_attribute_length
     clean = _plainly_clean(attributes, longest)
     if clean is None or (most is not None and len(clean) > most):
         return BoundedAttributes(most, attributes, immutable=True, max_value_len=longest)
-    bounded = BoundedAttributes(most, None, immutable=True, max_value_len=longest)
-    bounded._dict = clean  # as `BoundedAttributes.__deepcopy__` does with values known clean
-    return bounded
+    return clean
 
 
 def _plainly_clean(attributes: Mapping[str, Any], longest: int | None) -> dict[str, Any] | None:
