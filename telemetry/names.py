@@ -157,6 +157,12 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"  # only with content 
 AGENT_VERIFY_FAILURE_COUNT: Final = "agent.verify.failure_count"
 AGENT_HUMAN_WAIT_QUESTION: Final = "agent.human_wait.question"  # only with content capture
 EVENT_VERIFY: Final = SPAN_VERIFY  # verification is an event on the turn span, named like the span
+# An exception recorded on a run span (`Span.record_exception`), as the OpenTelemetry SDK records one.
+EVENT_EXCEPTION: Final = "exception"
+EXCEPTION_TYPE: Final = "exception.type"
+EXCEPTION_MESSAGE: Final = "exception.message"
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+EXCEPTION_ESCAPED: Final = "exception.escaped"
 
 TOKEN_INPUT: Final = "input"  # gen_ai.token.type values
 TOKEN_OUTPUT: Final = "output"

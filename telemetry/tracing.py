@@ -273,13 +273,12 @@ class _RunTrace(RunObserver):
 
     def _run_span(self, parent: Context) -> trace.Span:
         info = self._info
-        return self._tracer.start_span(
+        return self._spans.start(
             self._shape.run_name,
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=_run_attributes(info, self._shape),
-            links=_links(info.continues),
-            start_time=_ns(info.started_at) if info.started_at > 0 else None,
+            parent,
+            _run_attributes(info, self._shape),
+            _ns(info.started_at) if info.started_at > 0 else None,
+            _links(info.continues),
         )
 
     def _planned_span(self) -> trace.Span:

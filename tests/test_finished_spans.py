@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -19,6 +20,7 @@ from opentelemetry.sdk.trace.sampling import (
     Sampler,
     SamplingResult,
 )
+from opentelemetry.trace import StatusCode
 
 from agent import Agent, Budget, predicate, tool
 from agent.models.scripted import ScriptedModel, call, finish
@@ -38,6 +40,22 @@ def look(path: str) -> str:
 def broken(path: str) -> str:
     """Always fails."""
     raise RuntimeError("no such file")
+
+
+@tool
+def note(path: str) -> str:
+    """Writes on the current span (the run's), as a team's own code or an instrumented client may."""
+    current = trace.get_current_span()
+    current.set_attribute("team.path", path)
+    current.set_attributes({"team.list": ["a", "b"], "team.count": 2, "team.path": path + "!"})
+    current.add_event("team.looked", {"path": path})
+    try:
+        raise ValueError("not there")
+    except ValueError as exc:
+        current.record_exception(exc, {"team.extra": 1})
+    current.set_status(StatusCode.UNSET)  # ignored, as the SDK ignores it
+    current.add_link(trace.INVALID_SPAN_CONTEXT)  # dropped, as the SDK drops it
+    return "noted"
 
 
 class StartWatcher(SpanProcessor):
@@ -73,7 +91,7 @@ def run_traced(provider: TracerProvider) -> None:
 
     model = ScriptedModel(
         [
-            [call("look", path="a"), call("broken", path="b")],
+            [call("look", path="a"), call("broken", path="b"), call("note", path="c")],
             [finish("done", "done")],
             [finish("done", "done now")],
         ]
@@ -81,7 +99,7 @@ def run_traced(provider: TracerProvider) -> None:
     agent = Agent(
         "finished",
         model,
-        tools=[look, broken],
+        tools=[look, broken, note],
         verifiers=[predicate(second_time, "not yet")],
         budget=Budget(max_turns=5, max_seconds=None),
         hooks=TracingHooks(provider),
@@ -130,6 +148,11 @@ def test_spans_made_whole_are_the_sdks_and_a_processor_acting_at_start_gets_the_
     assert sorted(watcher.started) == sorted(s.name for s in sdk_made)
     assert {"agent.turn", "chat scripted", "execute_tool look", "execute_tool broken"} <= set(watcher.started)
     assert shape(whole) == shape(sdk_made)
+    (run,) = [s for s in whole if s.name == "invoke_agent finished"]
+    assert run.attributes["team.path"] == "c!" and run.attributes["team.list"] == ("a", "b")
+    assert [e.name for e in run.events] == ["team.looked", "exception"]
+    assert run.events[1].attributes["exception.type"] == "ValueError"
+    assert run.events[1].attributes["team.extra"] == 1
     failed = [s for s in whole if s.name == "execute_tool broken"]
     assert failed and failed[0].status.status_code.name == "ERROR"
     assert any(e.name for s in whole for e in s.events)  # the check that failed once is an event
@@ -189,8 +212,6 @@ def test_a_span_opened_under_a_span_made_whole_is_its_child() -> None:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     spans = Spans(provider.get_tracer("t"))
     root = provider.get_tracer("t").start_span("root")
-    from opentelemetry import trace
-
     parent = spans.open("parent", trace.set_span_in_context(root), trace.SpanKind.INTERNAL, {"a": 1}, 10)
     assert isinstance(parent, _Open)
     child = spans.open("child", spans.parent_of(parent), trace.SpanKind.CLIENT, {"b": 2}, 11)
