@@ -250,7 +250,8 @@ def flood(deltas: int, size: int, output_tokens: int = 5, kind: str = "text_delt
     `signature_delta`, a text block's `citations_delta` (each citing `size` characters), a
     compaction block's `compaction_delta`, a `later_delta` into a `later_block` (types the SDK does
     not know, as a later API may add); `blocks` streams `deltas` empty text blocks after the first
-    (each begun and stopped), `message_delta` repeats the reply's `message_delta` `deltas` times."""
+    (each begun and stopped), `message_delta` repeats the reply's `message_delta` `deltas` times,
+    `later_event` sends `deltas` events of a type a later API might add before the first block."""
     if kind not in FLOOD_KINDS:
         raise ValueError(f"flood: kind must be one of {sorted(FLOOD_KINDS)}")
     block = FLOOD_KINDS[kind][0]
@@ -285,6 +286,7 @@ FLOOD_KINDS: dict[str, tuple[Block, Callable[[str], Block] | None]] = {
     "later_delta": ({"type": "later_block"}, lambda piece: _delta("later_delta", data=piece)),
     "blocks": (text(""), None),
     "message_delta": (text(""), None),
+    "later_event": (text(""), None),
 }
 
 
@@ -633,7 +635,8 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> Iterator[tuple[str, Any]]:
         """`events` (a message of one block, empty) with `deltas` deltas of `kind` (`FLOOD_KINDS`) of
         `size` characters streamed into that block, each made as it is sent and counted in
-        `flood_sent`; or as many empty blocks after it, or `message_delta` events, as `flood` says."""
+        `flood_sent`; or as many empty blocks after it, `message_delta` events or events of a later
+        API, as `flood` says."""
         piece = ("all work and no play " * (size // 21 + 1))[:size]
         make = FLOOD_KINDS[kind][1]
         for event, data in events:
@@ -653,6 +656,10 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "message_delta" and event == "message_delta":
                 for _ in range(deltas):
                     yield event, data
+                    self._flooded()
+            if kind == "later_event" and event == "content_block_start":
+                for _ in range(deltas):
+                    yield ("later_event", {"type": "later_event", "data": piece})
                     self._flooded()
             yield event, data
 

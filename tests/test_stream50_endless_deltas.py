@@ -141,3 +141,18 @@ def test_a_real_reply_with_a_long_signature_citations_and_a_fetched_page_is_read
     assert sent_back["content"] == [thinking, FETCH, FETCHED, cited]  # whole, as streamed
     carried = len(SIGNATURE) + sum(len(c["cited_text"]) for c in CITATIONS) + len(PAGE)
     assert carried > 256 * _MOST_SAMPLINGS * _MOST_CHARS_PER_TOKEN  # past what max_tokens bounds
+
+
+def test_an_endless_stream_of_events_of_a_later_api_is_cut_at_the_read_timeout() -> None:
+    """An event of a type the SDK passes on and nothing reads (a later API's) is no progress, as a
+    ping is none: a stream of nothing else is cut once the client's read timeout has passed without
+    an event of the reply, a transient `timeout`. Before, each fed the watchdog: never cut."""
+    deltas = 1_000_000  # read whole, a minute or more: far longer than the timeout
+    with MessagesAPI(flood(deltas, 10, kind="later_event")) as api:
+        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url, timeout=1.0)
+        agent = Agent("endless", model, max_tokens=MAX_TOKENS, budget=Budget(max_turns=2), retry=ONCE)
+        result = agent.run("Answer.")
+    assert result.reason is StopReason.ERROR, result.note
+    assert result.error_type == "timeout", result.note
+    assert "the stream sent nothing of the reply" in result.note
+    assert api.flood_sent < deltas

@@ -76,8 +76,9 @@ Choices worth knowing:
   (`extra["truncated_tool_use"]` names the tool): a call with cut-off
   arguments is never run, nor sent back.
 - A stream that sends nothing but `ping` keep-alives (which the SDK drops, and which reset its
-  read timeout) for longer than the client's read timeout (`timeout`, else the SDK's 600 s) is a
-  transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
+  read timeout), or events of a type a later API adds (which nothing reads), for longer than the
+  client's read timeout (`timeout`, else the SDK's 600 s) is a transient `timeout`, as a silent
+  stall is: without a time budget it was waited on for ever.
   From the call of a tool the API runs until the model writes again (the API sends pings while the
   tool works, for minutes maybe, and while the model reads its result) the bound is that timeout or
   the SDK's default 600 s, whichever is longer. A reply is whole at its `message_stop`: what follows
@@ -1154,7 +1155,8 @@ _SERVER_STEP = float(anthropic.DEFAULT_TIMEOUT.read or 600)
 
 
 class _Watchdog:
-    """Ends the task reading a stream, as a read timeout, when no event has come for `idle` seconds,
+    """Ends the task reading a stream, as a read timeout, when no event of the message (`_MESSAGE_EVENTS`:
+    not a ping, nor an event of a type a later API adds, which nothing reads) has come for `idle` seconds,
     or, while a tool the API runs is at work (`working`), for `max(idle, _SERVER_STEP)` seconds.
 
     The SDK's timeout bounds each read, and the API's `ping` keep-alives (which the SDK drops) reset
@@ -1215,7 +1217,8 @@ class _Watchdog:
             )
         return (
             f"no progress for {self.bound():g} s (the client's read timeout): the stream sent nothing "
-            "but keep-alive pings; raise AnthropicModel(timeout=...) if replies pause longer"
+            "of the reply (keep-alive pings, events of a type a later API adds); raise "
+            "AnthropicModel(timeout=...) if replies pause longer"
         )
 
 
@@ -1378,7 +1381,8 @@ class _StreamWatch:
         stream = aiter(events)
         with _Watchdog(self.idle) as watchdog:
             async for event in stream:
-                watchdog.fed()
+                if getattr(event, "type", "") in _MESSAGE_EVENTS:  # a later API's event is none, as a ping
+                    watchdog.fed()
                 self._see(event, events)
                 if self.working is not watchdog.working:  # a server tool's step began or ended
                     watchdog.step(self.working)
