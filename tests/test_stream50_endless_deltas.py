@@ -3,8 +3,10 @@ thinking block's `signature_delta`, a text's `citations_delta`, a compaction's `
 delta of a type the SDK does not know), empty output deltas, empty blocks begun and stopped, its
 `message_delta`. Each counts toward a bound (`_check_length`), past which the stream is a
 `malformed_reply`, and the run ends with `error`. Before, only the run's time budget bounded such a
-stream (with none, it never ended), while the SDK or `_merge` held what it sent. A real reply carrying
-a long signature, citations and a fetched page far longer than its `max_tokens` is read whole."""
+stream (with none, it never ended), while the SDK or `_merge` held what it sent. Events of a type a
+later API adds, which nothing keeps, no longer keep the stream alive: cut at the read timeout. A real
+reply carrying a long signature, citations and a fetched page far longer than its `max_tokens` is read
+whole."""
 
 from __future__ import annotations
 
