@@ -1213,7 +1213,8 @@ class _Watchdog:
         if self.working:
             return (
                 f"no progress for {self.bound():g} s while a tool the API runs was at work: the stream "
-                "sent nothing but keep-alive pings; raise AnthropicModel(timeout=...) if its tools run longer"
+                "sent nothing of the reply (keep-alive pings, events of a type a later API adds); raise "
+                "AnthropicModel(timeout=...) if its tools run longer"
             )
         return (
             f"no progress for {self.bound():g} s (the client's read timeout): the stream sent nothing "
