@@ -6,8 +6,9 @@ responses and records every request it receives. Build responses with
 with the API's JSON error shape), `hang` (a response that never comes in
 time), `malformed` (a 200 whose body cannot be read), `dropped` (a stream whose
 connection breaks mid-way), `stream_error` (a stream that begins, then
-sends an error event) and `flood` (a well-formed stream of as many text
-deltas as asked, as fast as read, counted in `flood_sent`). Like the real API, it answers
+sends an error event) and `flood` (a well-formed stream of as many deltas as
+asked, of text or another kind, or of empty blocks, as fast as read, counted in
+`flood_sent`). Like the real API, it answers
 a malformed request with a 400 (or a 401 without credentials) and does not
 consume a scripted response for it.
 
@@ -88,6 +89,7 @@ class Response:
     events: tuple[tuple[str, Any], ...] | None = None
     chunk_bytes: int | None = None
     flood: tuple[int, int] | None = None  # (deltas, characters each): see `flood`
+    flood_kind: str = "text_delta"  # what a flood streams: one of `FLOOD_KINDS`
 
 
 @dataclass(frozen=True)
@@ -238,12 +240,54 @@ def streamed(*events: tuple[str, Any], chunk_bytes: int | None = None) -> Respon
     return Response(200, None, events=tuple(events), chunk_bytes=chunk_bytes)
 
 
-def flood(deltas: int, size: int, output_tokens: int = 5) -> Response:
+def flood(deltas: int, size: int, output_tokens: int = 5, kind: str = "text_delta") -> Response:
     """A well-formed streamed reply of one text block of `deltas` text deltas of `size` characters
     each (made as they are sent, never held whole), then its end, counting `output_tokens`: a broken
     proxy or a hostile endpoint streaming for ever, fast. `MessagesAPI.flood_sent` counts the deltas
-    sent (to a client that cut the stream: about those it read, and what the sockets buffered)."""
-    return Response(200, message(text(""), output_tokens=output_tokens).body, flood=(deltas, size))
+    sent (to a client that cut the stream: about those it read, and what the sockets buffered).
+
+    `kind` streams another delta into the block it is for (`FLOOD_KINDS`): a thinking block's
+    `signature_delta`, a text block's `citations_delta` (each citing `size` characters), a
+    compaction block's `compaction_delta`, a `later_delta` into a `later_block` (types the SDK does
+    not know, as a later API may add); `blocks` streams `deltas` empty text blocks after the first
+    (each begun and stopped), `message_delta` repeats the reply's `message_delta` `deltas` times,
+    `later_event` sends `deltas` events of a type a later API might add before the first block."""
+    if kind not in FLOOD_KINDS:
+        raise ValueError(f"flood: kind must be one of {sorted(FLOOD_KINDS)}")
+    block = FLOOD_KINDS[kind][0]
+    body = message(block, output_tokens=output_tokens).body
+    return Response(200, body, flood=(deltas, size), flood_kind=kind)
+
+
+def _citation(cited: str) -> Block:
+    return {
+        "type": "char_location",
+        "cited_text": cited,
+        "document_index": 0,
+        "document_title": None,
+        "start_char_index": 0,
+        "end_char_index": len(cited),
+    }
+
+
+# What each kind of `flood` streams: the block it streams into, and the delta made of a piece (None:
+# not a delta, see `flood`).
+FLOOD_KINDS: dict[str, tuple[Block, Callable[[str], Block] | None]] = {
+    "text_delta": (text(""), lambda piece: _delta("text_delta", text=piece)),
+    "signature_delta": (
+        {"type": "thinking", "thinking": "", "signature": "sig"},
+        lambda piece: _delta("signature_delta", signature=piece),
+    ),
+    "citations_delta": (text(""), lambda piece: _delta("citations_delta", citation=_citation(piece))),
+    "compaction_delta": (
+        {"type": "compaction", "content": None},
+        lambda piece: _delta("compaction_delta", content=piece),
+    ),
+    "later_delta": ({"type": "later_block"}, lambda piece: _delta("later_delta", data=piece)),
+    "blocks": (text(""), None),
+    "message_delta": (text(""), None),
+    "later_event": (text(""), None),
+}
 
 
 def events_of(
@@ -570,7 +614,7 @@ class _Handler(BaseHTTPRequestHandler):
             scripted = list(response.events) if response.events is not None else None
             sent: Any = scripted if scripted is not None else stream_events(body, response.malformed)
             if response.flood is not None:
-                sent = self._flood_events(sent, *response.flood)
+                sent = self._flood_events(sent, *response.flood, response.flood_kind)
             if response.chunk_bytes:  # the same bytes, cut into pieces anywhere (mid-line, mid-UTF-8)
                 self._chunked(b"".join(encode(e, d) for e, d in sent), response.chunk_bytes)
                 sent = []
@@ -587,25 +631,41 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _flood_events(
-        self, events: list[tuple[str, Any]], deltas: int, size: int
+        self, events: list[tuple[str, Any]], deltas: int, size: int, kind: str = "text_delta"
     ) -> Iterator[tuple[str, Any]]:
-        """`events` (a message of one empty text block) with `deltas` text deltas of `size` characters
-        streamed into that block, each made as it is sent and counted in `flood_sent`."""
+        """`events` (a message of one block, empty) with `deltas` deltas of `kind` (`FLOOD_KINDS`) of
+        `size` characters streamed into that block, each made as it is sent and counted in
+        `flood_sent`; or as many empty blocks after it, `message_delta` events or events of a later
+        API, as `flood` says."""
         piece = ("all work and no play " * (size // 21 + 1))[:size]
+        make = FLOOD_KINDS[kind][1]
         for event, data in events:
-            if event == "content_block_stop":
+            if make is not None and event == "content_block_stop":
                 for _ in range(deltas):
+                    delta = make(piece)
+                    yield ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+                    self._flooded()
+            if kind == "blocks" and event == "message_delta":
+                for index in range(1, deltas + 1):
                     yield (
-                        "content_block_delta",
-                        {
-                            "type": "content_block_delta",
-                            "index": 0,
-                            "delta": {"type": "text_delta", "text": piece},
-                        },
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": text("")},
                     )
-                    with self.server.api._lock:
-                        self.server.api.flood_sent += 1
+                    yield ("content_block_stop", {"type": "content_block_stop", "index": index})
+                    self._flooded()
+            if kind == "message_delta" and event == "message_delta":
+                for _ in range(deltas):
+                    yield event, data
+                    self._flooded()
+            if kind == "later_event" and event == "content_block_start":
+                for _ in range(deltas):
+                    yield ("later_event", {"type": "later_event", "data": piece})
+                    self._flooded()
             yield event, data
+
+    def _flooded(self) -> None:
+        with self.server.api._lock:
+            self.server.api.flood_sent += 1
 
     def _chunked(self, data: bytes, size: int) -> None:
         for i in range(0, len(data), size):

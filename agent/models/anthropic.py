@@ -76,8 +76,9 @@ Choices worth knowing:
   (`extra["truncated_tool_use"]` names the tool): a call with cut-off
   arguments is never run, nor sent back.
 - A stream that sends nothing but `ping` keep-alives (which the SDK drops, and which reset its
-  read timeout) for longer than the client's read timeout (`timeout`, else the SDK's 600 s) is a
-  transient `timeout`, as a silent stall is: without a time budget it was waited on for ever.
+  read timeout), or events of a type a later API adds (which nothing reads), for longer than the
+  client's read timeout (`timeout`, else the SDK's 600 s) is a transient `timeout`, as a silent
+  stall is: without a time budget it was waited on for ever.
   From the call of a tool the API runs until the model writes again (the API sends pings while the
   tool works, for minutes maybe, and while the model reads its result) the bound is that timeout or
   the SDK's default 600 s, whichever is longer. A reply is whole at its `message_stop`: what follows
@@ -101,7 +102,11 @@ Choices worth knowing:
   call run with the arguments it had so far; a call whose id the API would
   refuse sent back: one an earlier call of the conversation has, or of other
   characters than its pattern) is a transient `malformed_reply`: retried, then
-  `error`.
+  `error`. So is a stream that never ends, whatever it repeats, cut once it
+  has streamed more output than `max_tokens` can hold (`_MOST_CHARS_PER_TOKEN`)
+  or carried more besides (blocks, signatures, citations, a compaction's
+  summary, deltas of a type the SDK does not know) than a request can send
+  back (`_MOST_CARRIED`): the SDK would hold all of it until the time budget.
 - What a later request needs is kept: a text's `citations`, a call's `caller`
   and `toolset_name` (sent back as the API gave them), and the code execution
   `container` of the last reply (`extra["provider_data"]`, kept by the
@@ -162,6 +167,7 @@ from agent.models.base import (
 )
 from agent.models.catalog import ModelInfo, ModelTable, Thinking, default_model, partner_id
 from agent.models.claude_limits import (
+    CLAUDE_API,
     PAGES_REFUSED,
     PAGES_REFUSED_HINT,
     MediaLimits,
@@ -332,6 +338,23 @@ _CHARS_PER_TOKEN = 4  # to estimate the output of a call cut off before the API 
 # a bound itself 20 times a call without server tools) is no reply the API could send (a broken proxy,
 # an endpoint streaming deltas for ever): it is cut there, before the SDK holds more of it in memory.
 _MOST_CHARS_PER_TOKEN = 64
+# Each delta of the output counts this many characters besides its own toward that bound: the piece
+# it is held as costs memory even when empty (a pointer, a string's header), so a stream of empty
+# deltas is cut too. A real reply streams a token or more a delta: far below the bound still.
+_DELTA_CHARS = 16
+# What a stream carries besides its output (each block begun and stopped, the deltas of a signature, a
+# citation, a compaction's summary, a delta of a type the SDK does not know, its message_delta) is
+# kept too, by the SDK or `_merge`, or, repeated, keeps the stream going. Each such event counts the
+# characters of its JSON (what the SDK and `_merge` keep is its strings; the bytes as sent are the
+# SDK's to read), and `_EVENT_CHARS` more for the object it is kept as (an empty block or citation
+# costs 300 to 1,200 bytes, measured), so that a stream of empty ones is cut too. `max_tokens` does
+# not bound any of it (a fetched page, a search's results, a compaction's summary are no output); a
+# request does: every block of a reply goes back in the next one, which the API refuses past 32 MB.
+# Past twice that (room for the events' own fields, and for 131,072 events' `_EVENT_CHARS`) the stream
+# is no reply the API could send: it is cut there, having held 170 MB at the most (measured: a stream
+# of empty citations; empty blocks 70 MB).
+_EVENT_CHARS = 256
+_MOST_CARRIED = 2 * CLAUDE_API.request_bytes
 
 # One call reads at most this many context windows, and writes at most this many times its max_tokens:
 # the API's server-side loop (server tools) samples up to 10 times before it pauses the turn
@@ -1132,7 +1155,8 @@ _SERVER_STEP = float(anthropic.DEFAULT_TIMEOUT.read or 600)
 
 
 class _Watchdog:
-    """Ends the task reading a stream, as a read timeout, when no event has come for `idle` seconds,
+    """Ends the task reading a stream, as a read timeout, when no event of the message (`_MESSAGE_EVENTS`:
+    not a ping, nor an event of a type a later API adds, which nothing reads) has come for `idle` seconds,
     or, while a tool the API runs is at work (`working`), for `max(idle, _SERVER_STEP)` seconds.
 
     The SDK's timeout bounds each read, and the API's `ping` keep-alives (which the SDK drops) reset
@@ -1189,11 +1213,13 @@ class _Watchdog:
         if self.working:
             return (
                 f"no progress for {self.bound():g} s while a tool the API runs was at work: the stream "
-                "sent nothing but keep-alive pings; raise AnthropicModel(timeout=...) if its tools run longer"
+                "sent nothing of the reply (keep-alive pings, events of a type a later API adds); raise "
+                "AnthropicModel(timeout=...) if its tools run longer"
             )
         return (
             f"no progress for {self.bound():g} s (the client's read timeout): the stream sent nothing "
-            "but keep-alive pings; raise AnthropicModel(timeout=...) if replies pause longer"
+            "of the reply (keep-alive pings, events of a type a later API adds); raise "
+            "AnthropicModel(timeout=...) if replies pause longer"
         )
 
 
@@ -1341,7 +1367,9 @@ class _StreamWatch:
         self._block = ""  # the type of the block streaming now
         self.headers: Mapping[str, str] | None = None  # the response's, once it began
         self.snapshot: types.Message | None = None
-        self.streamed_chars = 0
+        self.streamed_chars = 0  # of the output (text, thinking, a call's input JSON)
+        self.output_deltas = 0  # the deltas that streamed it
+        self.carried = 0  # characters counted of the other events (`_EVENT_CHARS`)
         self.stopped = False
         self.counted = False
         self.late: dict[str, Any] = {}  # usage fields the SDK's stream drops (see `_LATE`)
@@ -1354,7 +1382,8 @@ class _StreamWatch:
         stream = aiter(events)
         with _Watchdog(self.idle) as watchdog:
             async for event in stream:
-                watchdog.fed()
+                if getattr(event, "type", "") in _MESSAGE_EVENTS:  # a later API's event is none, as a ping
+                    watchdog.fed()
                 self._see(event, events)
                 if self.working is not watchdog.working:  # a server tool's step began or ended
                     watchdog.step(self.working)
@@ -1412,30 +1441,54 @@ class _StreamWatch:
         elif kind == "content_block_delta":
             if self.first_token is None:
                 self.first_token = time.monotonic() - self.started
-            self.streamed_chars += _delta_chars(event.delta)
-            self._check_length()
+            self._tally(kind, event)
             self._gather(event.index, event.delta)
         elif kind == "message_delta":
+            self._tally(kind, event)
             output = getattr(getattr(event, "usage", None), "output_tokens", None)
             self.counted = output is not None  # the API's own count of the output, final (else malformed)
             self._late(event.usage)
         elif kind == "message_stop":
             self.stopped = True
         elif kind == "content_block_start":  # the API's step goes on through the tool's result
+            self._tally(kind, event)
             self._block = getattr(event.content_block, "type", "")
             self.working = self.working and self._block.endswith("_tool_result")
         elif kind == "content_block_stop":  # the API runs the call that just ended: it may take minutes
+            self._tally(kind, event)
             self.working = self.working or (self._block.endswith("tool_use") and self._block != "tool_use")
 
+    def _tally(self, kind: str, event: Any) -> None:
+        """Count an event of the message (but its start and stop) toward the stream's bounds, then
+        check them (`_check_length`): a delta of the output by its characters (and `_DELTA_CHARS`),
+        a block's stop by `_EVENT_CHARS` (it keeps nothing; the SDK's own stream helper gives it the
+        whole block, counted at its start), any other event by its JSON's (and `_EVENT_CHARS`)."""
+        chars = _output_chars(event.delta) if kind == "content_block_delta" else None
+        if kind == "content_block_stop":
+            self.carried += _EVENT_CHARS
+        elif chars is None:
+            self.carried += _json_chars(event) + _EVENT_CHARS
+        else:
+            self.streamed_chars += chars
+            self.output_deltas += 1
+        self._check_length()
+
     def _check_length(self) -> None:
-        """`ValueError` once the stream has sent more characters than any reply within the request's
-        `max_tokens` can hold (`_MOST_CHARS_PER_TOKEN`): a stream that never ends is cut there."""
-        if self.max_tokens and self.streamed_chars > (
-            most := self.max_tokens * _MOST_SAMPLINGS * _MOST_CHARS_PER_TOKEN
-        ):
+        """`ValueError` once the stream has sent more output than any reply within the request's
+        `max_tokens` can hold (`_MOST_CHARS_PER_TOKEN`), or carried more besides than a reply can send
+        back (`_MOST_CARRIED`): a stream that never ends, whatever it repeats, is cut there."""
+        output = self.streamed_chars + self.output_deltas * _DELTA_CHARS
+        if self.max_tokens and output > (most := self.max_tokens * _MOST_SAMPLINGS * _MOST_CHARS_PER_TOKEN):
             raise ValueError(
-                f"the stream sent over {most:,} characters of output, more than a reply of "
+                f"the stream sent over {most:,} characters of output ({_DELTA_CHARS} counted for each "
+                f"of its {self.output_deltas:,} deltas besides its own), more than a reply of "
                 f"max_tokens {self.max_tokens:,} can hold: cut as a stream that never ends"
+            )
+        if self.carried > _MOST_CARRIED:
+            raise ValueError(
+                f"the stream sent over {_MOST_CARRIED:,} characters of blocks and deltas besides its "
+                f"output ({_EVENT_CHARS} counted for each event besides its JSON), more than a reply can "
+                "send back in a request: cut as a stream that never ends"
             )
 
     def _check_order(self, kind: str, event: Any) -> None:
@@ -1618,12 +1671,22 @@ def _start_problem(message: Any) -> str | None:
     return None
 
 
-def _delta_chars(delta: Any) -> int:
-    for field in ("text", "partial_json", "thinking"):
-        value = getattr(delta, field, None)
-        if isinstance(value, str):
-            return len(value)
-    return 0
+def _output_chars(delta: Any) -> int | None:
+    """The characters of a delta of the output the model writes (text, thinking, a call's input JSON:
+    `_HELD_DELTAS`), None for a delta of any other type."""
+    held = _HELD_DELTAS.get(str(getattr(delta, "type", "")))
+    if held is None:
+        return None
+    value = getattr(delta, held[0], None)
+    return len(value) if isinstance(value, str) else 0
+
+
+def _json_chars(event: Any) -> int:
+    """The characters of an event's JSON, as the SDK read it (its fields of a type the SDK does not
+    know too, and any of another type than the SDK's: no warning, which tests make errors)."""
+    if isinstance(event, pydantic.BaseModel):
+        return len(event.model_dump_json(warnings=False))
+    return len(json.dumps(event, default=str))
 
 
 def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
