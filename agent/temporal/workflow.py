@@ -605,7 +605,7 @@ class EndstateRun:
         return fitted(self._last.to_dict())
 
     async def _ready_for(self, reply: Reply) -> None:
-        """Refuse `reply` (a `ConfigError`, the run waiting still) unless a worker can go on with the run:
+        """Refuse `reply` (`NOT_IN_CATALOG`, the run waiting still) unless a worker can go on with the run:
         one that lacks the run's agent, or the approved call's tool, would end it as error, the reply
         spent (a redeploy dropped or renamed them while the run waited)."""
         waiting = self._waiting
@@ -619,7 +619,7 @@ class EndstateRun:
                 raise ApplicationError(
                     f"{problem}, then reply again. The reply was not taken: the run still waits; nothing "
                     "was changed",
-                    type="ConfigError",
+                    type=w.NOT_IN_CATALOG,
                 )
         finally:
             self._checking = False
