@@ -26,6 +26,8 @@ from temporalio.worker import Replayer
 
 from agent import Agent, Budget
 from agent.durable.catalog import Catalog
+from agent.durable.runner import Runner
+from agent.durable.store import open_store
 from agent.models.scripted import ScriptedModel, finish
 from agent.result import StopReason
 from agent.temporal import _wire as w
@@ -141,3 +143,64 @@ def test_a_history_with_a_cleanup_that_outlasted_a_cancel_replays(
     _, result, history, _ = asyncio.run(cancelled_in_cleanup(temporal, held, tmp_path))
     assert result.reason is StopReason.SUCCESS
     assert replay_failure(history) is None
+
+
+# -- a run that ended cancelled: no cleanup until its real end, over Temporal as over a store --------------
+
+
+class Stop:
+    """A run's own cancel signal (its catalog entry's `cancel`): set while its folder holds `stop`."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.flag = Path(state["dir"]) / "stop"
+
+    def is_set(self) -> bool:
+        return self.flag.exists()
+
+
+def count_cleanup(state: dict[str, Any]) -> None:
+    with (Path(state["dir"]) / "cleanups").open("a") as f:
+        f.write("cleaned\n")
+
+
+def cleanups(folder: Path) -> int:
+    path = folder / "cleanups"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def stoppable() -> Catalog:
+    catalog = Catalog()
+    catalog.register("tidy", tidy, cancel=Stop, cleanup=count_cleanup)
+    return catalog
+
+
+def test_over_a_store_a_cancelled_run_keeps_its_world_until_its_resume_ends(tmp_path: Path) -> None:
+    (tmp_path / "stop").touch()
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        runner = Runner(store, stoppable())
+        stopped = asyncio.run(runner.start("tidy", "Tidy up.", state={"dir": str(tmp_path)}))
+        assert stopped.reason is StopReason.CANCELLED and cleanups(tmp_path) == 0
+        (tmp_path / "stop").unlink()
+        done = asyncio.run(runner.resume(stopped.run_id))
+        assert done.reason is StopReason.SUCCESS and cleanups(tmp_path) == 1
+    finally:
+        store.close()
+
+
+def test_over_temporal_a_cancelled_run_keeps_its_world_until_its_resume_ends(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    async def scenario() -> tuple[int, int]:
+        async with serving(temporal, stoppable()) as runs:
+            run_id = await runs.start("tidy", "Tidy up.", state={"dir": str(tmp_path)}, wait=False)
+            stopped = await asyncio.wait_for(runs.result(run_id), WAIT_S)  # its workflow closed
+            assert stopped.reason is StopReason.CANCELLED
+            before = cleanups(tmp_path)
+            (tmp_path / "stop").unlink()
+            assert (await asyncio.wait_for(runs.resume(run_id), WAIT_S)).reason is StopReason.SUCCESS
+            assert (await asyncio.wait_for(runs.result(run_id), WAIT_S)).reason is StopReason.SUCCESS
+            return before, cleanups(tmp_path)
+
+    (tmp_path / "stop").touch()
+    assert asyncio.run(scenario()) == (0, 1)
