@@ -122,9 +122,12 @@ class Unrecoverable(EndstateError):
         self.result = result
 
 
-class NotInCatalog(AgentUnavailable):
-    """A stored run's agent is not in this runner's catalog: another deployment (a service of the same
-    fleet with other agents, or an older or newer version) runs it. Nothing was changed."""
+class NotInCatalog(AgentUnavailable, ConfigError):
+    """This deployment lacks what a stored run needs to go on: its agent, its task type, or the tool of
+    the call a person approved. Another deployment (a service of the same fleet with other agents, or an
+    older or newer version) runs it, or a redeploy brings it back: the deployment's state, not the
+    caller's mistake (an HTTP 503 on every face), and a `ConfigError` of the deployment. Nothing was
+    changed."""
 
 
 def from_catalog(name: str, step: str, call: Callable[[], T]) -> T:
@@ -1360,13 +1363,14 @@ def _as_ended(why: str) -> str:
 
 
 def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
-    """Refuse to resume an approval of a call whose tool the agent (redeployed since) no longer has:
-    the run would end as error, its approval spent; given back, it waits for a redeploy or a denial."""
+    """Refuse (`NotInCatalog`) to resume an approval of a call whose tool the agent (redeployed since) no
+    longer has: the run would end as error, its approval spent; given back, it waits for a redeploy or a
+    denial."""
     pending = record.pending
     if not (record.approved and pending is not None and isinstance(agent, Agent)):
         return
     if agent.tool_named(pending.name) is None:
-        raise ConfigError(
+        raise NotInCatalog(
             f"agent {record.agent!r} has no tool {pending.name!r} any more, so the approved call "
             f"cannot run; run {record.run_id} still waits. Deploy the agent with that tool again, "
             "or deny the call"

@@ -35,9 +35,13 @@ path does not take), 408 (the body did not arrive in time), 409 (not waiting,
 claimed by another worker, or damaged: its stored rows disagree, which no retry mends, and the
 message says how to fix it), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question), 429 (too many wrong tokens from
-this client address: `agent.service.throttle`, with Retry-After). None of them changes
-the store. A message that repeats what was sent (a name, a field, an id) is cut to its
-start and end past `MAX_SAID` characters (`said`; the inbox's pages too). A bug in the
+this client address: `agent.service.throttle`, with Retry-After), 503 (the service cannot
+serve it now: the store or Temporal does not answer, a start past --max-running, or this
+deployment lacks what the run needs to go on, its agent, its task type or the approved call's
+tool: `NotInCatalog`, the same over a store and over Temporal; where, or once, that is
+deployed, the same request is taken). None of them changes the store. A message that
+repeats what was sent (a name, a field, an id) is cut to its start and end past `MAX_SAID`
+characters (`said`; the inbox's pages too). A bug in the
 service (an exception that is no EndstateError) is a 500 with an error id, its traceback
 in the server's log and never in the response (`Api.crashed`).
 

@@ -70,6 +70,10 @@ RAN = "ran"
 # the error type of a resumed execution that a worker refused to carry on (`workflow.RESUME_CHECKED`): its
 # result is the run's stop as it was, resumable, and the note says why
 NOT_RESUMED = "not_resumed"
+# the error type of a reply that no worker can go on with (`workflow.REPLY_CHECKED`: the run's agent, its task
+# type or the approved call's tool is not deployed): the client raises `NotInCatalog`, as the store's runner
+# does (workers from before said "ConfigError": a `ConfigError`)
+NOT_IN_CATALOG = "NotInCatalog"
 # the error type of a segment read, or a reply's wait, on an execution that continued as new (past its
 # history bound): its details name the segment of the run's next execution to read instead
 CONTINUED = "ContinuedAsNew"

@@ -53,6 +53,7 @@ from agent.budget import Extension
 from agent.durable.runner import (
     RUN_ID,
     AnswerError,
+    NotInCatalog,
     check_given_id,
     check_state,
     checked_answerer,
@@ -290,10 +291,11 @@ class TemporalRuns:
     async def resume(self, run_id: str, more: Extension | None = None) -> RunResult:
         """Continue a cancelled run from its snapshot, or, with `more`, a run that stopped at a limit with
         that much more budget added to its ceilings (as the store's runner does), in a new execution of
-        its workflow; the result of that execution's first segment."""
+        its workflow; the result of that execution's first segment. `NotInCatalog` when no worker can go
+        on with it (the run's agent or task type is not deployed): the run is left as it was."""
         result = await self._segment(await self._resumed(run_id, more), 1)
-        if result.error_type == w.NOT_RESUMED:  # a worker refused: the run is left as it was
-            raise ConfigError(f"run {run_id}: {result.note}; nothing was changed")
+        if result.error_type == w.NOT_RESUMED:  # no worker can go on with it: the run is left as it was
+            raise NotInCatalog(f"run {run_id}: {result.note}; nothing was changed")
         return result
 
     async def submit_resume(self, run_id: str, more: Extension | None = None) -> None:
@@ -781,7 +783,8 @@ def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
     message = f"run {run_id}: {cause.message if cause else exc}"
     message = message if message.endswith("nothing was changed") else f"{message}; nothing was changed"
     kind = cause.type if cause else None
-    return {"AnswerError": AnswerError, "ConfigError": ConfigError}.get(kind or "", NotClaimable)(message)
+    refusals = {"AnswerError": AnswerError, "ConfigError": ConfigError, w.NOT_IN_CATALOG: NotInCatalog}
+    return refusals.get(kind or "", NotClaimable)(message)
 
 
 def _continued(exc: WorkflowUpdateFailedError) -> int | None:

@@ -104,6 +104,11 @@ PACKED_RESULT = "endstate-result-keeps-a-packed-snapshot"
 # A reply taken also ends the run's wait in visibility at once (as the store's claim makes a run running), not
 # when its next segment ends: `pending` and the pending-help gauges no longer list a run answered already.
 ANSWERER_KEPT = "endstate-answerer-kept"
+# A cancel that comes once the run has ended (its last segment over, its catalog `cleanup` under way) lets the
+# cleanup run to its end, as the store's runner runs a finished run's cleanup whatever comes after: the
+# workflow waits for it, and its result is the run's own stop. Runs started before cancelled the cleanup's
+# activity and closed at once (a cleanup not begun yet never ran), as they did.
+CLEANUP_OUTLASTS_CANCEL = "endstate-cleanup-outlasts-a-late-cancel"
 CARRIED = ("agent", "task", "task_type", "state", "plan")  # what of the run its next execution is given
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
@@ -365,18 +370,22 @@ class EndstateRun:
         )
 
     async def _cleanup(self, run: dict[str, Any]) -> None:
+        """Let the ended run's world go (its catalog entry's `cleanup`): a cancel that comes meanwhile does
+        not stop it (`CLEANUP_OUTLASTS_CANCEL`)."""
         args = {"run_id": workflow.info().workflow_id, "agent": run["agent"], "state": run["state"]}
+        outlasts = workflow.patched(CLEANUP_OUTLASTS_CANCEL)
         try:
-            await workflow.execute_activity(
+            call = workflow.start_activity(
                 w.CLEANUP,
                 args,
                 start_to_close_timeout=PREPARE_TIMEOUT,
                 heartbeat_timeout=_heartbeat(),
                 retry_policy=TemporalRetry(maximum_attempts=3),
             )
+            await (_outlasting_cancel(call) if outlasts else call)
         except ActivityError:
             workflow.logger.warning("cleanup of run %s failed", workflow.info().workflow_id)
-        except asyncio.CancelledError:  # the run has ended: a cancel now stops only the cleanup
+        except asyncio.CancelledError:  # a run started before: a cancel now stops only its cleanup
             workflow.logger.warning("cleanup of run %s was cancelled", workflow.info().workflow_id)
 
     # -- what readers see ------------------------------------------------
@@ -596,7 +605,7 @@ class EndstateRun:
         return fitted(self._last.to_dict())
 
     async def _ready_for(self, reply: Reply) -> None:
-        """Refuse `reply` (a `ConfigError`, the run waiting still) unless a worker can go on with the run:
+        """Refuse `reply` (`NOT_IN_CATALOG`, the run waiting still) unless a worker can go on with the run:
         one that lacks the run's agent, or the approved call's tool, would end it as error, the reply
         spent (a redeploy dropped or renamed them while the run waited)."""
         waiting = self._waiting
@@ -610,7 +619,7 @@ class EndstateRun:
                 raise ApplicationError(
                     f"{problem}, then reply again. The reply was not taken: the run still waits; nothing "
                     "was changed",
-                    type="ConfigError",
+                    type=w.NOT_IN_CATALOG,
                 )
         finally:
             self._checking = False
@@ -677,6 +686,15 @@ class EndstateRun:
         assert self._waiting is not None and self._waiting.suspension is not None  # _expecting checked
         if problem := reply_problem(reply, pending, self._waiting.suspension.question):
             raise ApplicationError(f"the run {problem}", type="AnswerError")
+
+
+async def _outlasting_cancel(call: workflow.ActivityHandle[Any]) -> Any:
+    """The activity's result once it has ended, whatever cancel of the workflow comes meanwhile: the
+    cancel reaches this wait, never the activity (`asyncio.wait` leaves what it waits for as it is)."""
+    while not call.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait([call])
+    return call.result()
 
 
 def _refusal_of(exc: ActivityError) -> ApplicationError | None:
