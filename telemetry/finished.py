@@ -251,10 +251,17 @@ class WholeSpan(trace.Span):
     def __init__(self, spans: Spans, span: _Open) -> None:
         self._spans, self._span = spans, span
         self._lock = threading.Lock()
-        self._attributes: dict[str, Any] = {}
         self._dropped = 0  # attributes dropped: past the limit, or no name
-        for key, value in span.attributes.items():
-            self._set(key, value)
+        limits = spans._limits
+        clean = _plainly_clean(span.attributes, limits.max_span_attribute_length)
+        if clean is not None and (
+            limits.max_span_attributes is None or len(clean) <= limits.max_span_attributes
+        ):
+            self._attributes = clean  # as they are: what setting each would keep
+        else:
+            self._attributes = {}
+            for key, value in span.attributes.items():
+                self._set(key, value)
         self._events: list[Event] = []
         self._links = [kept for link in span.links if (kept := spans.link(link)) is not None]
         self._status: Status | None = None
