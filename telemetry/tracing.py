@@ -331,7 +331,7 @@ class _RunTrace(RunObserver):
             if turn.continued:
                 attributes[n.AGENT_TURN_CONTINUED] = True
             if signal is not None:
-                attributes[n.AGENT_TURN_SIGNAL] = signal
+                attributes[n.AGENT_TURN_SIGNAL] = str(signal)  # its word: a plain string, as exported
             spans = self._spans
             span = spans.open(n.SPAN_TURN, self._ctx, SpanKind.INTERNAL, attributes, turn.start_ns)
             try:
