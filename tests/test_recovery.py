@@ -183,13 +183,15 @@ def nothing_written(store_url: str) -> Iterator[None]:
     with psycopg.connect(store_url) as conn, conn.transaction():
         conn.execute("SELECT run_id FROM endstate_runs FOR UPDATE")  # reads go on, updates wait
         yield
-        # a statement sent before its client died still runs when the lock goes: end it (its backend)
-        # first, as the server does once it sees the connection gone
-        waiting = (
-            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        # A statement sent before its client died still runs when the lock goes, even one its backend
+        # has not read yet (not yet waiting on the lock): end every other backend of this test's own
+        # database (the dead client's), and wait until each has gone, as the server does once it sees
+        # the connection gone.
+        others = (
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
-        for row in conn.execute(waiting).fetchall():
-            conn.execute("SELECT pg_terminate_backend(%s)", (row[0],))
+        for row in conn.execute(others).fetchall():
+            conn.execute("SELECT pg_terminate_backend(%s, 30000)", (row[0],))
 
 
 def test_kill_9_after_a_checkpoint_was_handed_over_but_before_it_landed_reruns_only_unsaved_calls(
