@@ -78,37 +78,42 @@ def test_an_event_of_one_data_line_that_never_ends_is_cut_at_the_byte_bound() ->
     assert api.endless_sent < FAST.max_attempts * (_MOST_EVENT_BYTES + SOCKETS) < MOST
 
 
-PAGE = "fetched words " * (24 * 2**20 // 14)  # 24 MB: with the rest of the request, under its 32 MB
 FETCH = {
     "type": "server_tool_use",
     "id": "srvtoolu_F1",
     "name": "web_fetch",
     "input": {"url": "https://a.test/"},
 }
-FETCHED: dict[str, Any] = {
-    "type": "web_fetch_tool_result",
-    "tool_use_id": "srvtoolu_F1",
-    "content": {
-        "type": "web_fetch_result",
-        "url": "https://a.test/",
-        "retrieved_at": "2026-12-05T17:00:00Z",
-        "content": {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": PAGE}},
-    },
-}
+
+
+def fetched(page: str) -> dict[str, Any]:
+    """The result of `FETCH`: `page`, whole."""
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": page}}
+    return {
+        "type": "web_fetch_tool_result",
+        "tool_use_id": "srvtoolu_F1",
+        "content": {
+            "type": "web_fetch_result",
+            "url": "https://a.test/",
+            "retrieved_at": "2026-12-05T17:00:00Z",
+            "content": document,
+        },
+    }
 
 
 def test_a_real_event_of_a_large_fetched_page_in_small_pieces_is_read_whole() -> None:
     """The page comes whole in its block's start, one `data:` line of 24 MB, in pieces of 16 KiB (a TLS
     record's most): each piece is no line of its own to the decoder, so it is neither cut nor copied
     for each piece."""
+    page = "fetched words " * (24 * 2**20 // 14)  # 24 MB: with the rest of the request, under its 32 MB
     usage = {"server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 1}}
-    reply = message(FETCH, FETCHED, text("The page says so."), usage=usage)
+    reply = message(FETCH, fetched(page), text("The page says so."), usage=usage)
     result, api = run_against(streamed(*events_of(reply), chunk_bytes=2**14), message(DONE))
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(api.requests) == 2  # never retried
     sent_back = api.bodies[1]["messages"][1]["content"]
     assert [b["type"] for b in sent_back] == ["server_tool_use", "web_fetch_tool_result", "text"]
-    assert sent_back[1]["content"]["content"]["source"]["data"] == PAGE
+    assert sent_back[1]["content"]["content"]["source"]["data"] == page
 
 
 # What bodies are made of, to cut anywhere: every way `SSEDecoder` reads a line's end, and an event's.
