@@ -6,9 +6,11 @@ responses and records every request it receives. Build responses with
 with the API's JSON error shape), `hang` (a response that never comes in
 time), `malformed` (a 200 whose body cannot be read), `dropped` (a stream whose
 connection breaks mid-way), `stream_error` (a stream that begins, then
-sends an error event) and `flood` (a well-formed stream of as many deltas as
+sends an error event), `flood` (a well-formed stream of as many deltas as
 asked, of text or another kind, or of empty blocks, as fast as read, counted in
-`flood_sent`). Like the real API, it answers
+`flood_sent`) and `endless_event` (a stream one of whose events never ends: its
+`data:` lines, or one `data:` line, go on as fast as read, counted in
+`endless_sent`). Like the real API, it answers
 a malformed request with a 400 (or a 401 without credentials) and does not
 consume a scripted response for it.
 
@@ -90,6 +92,7 @@ class Response:
     chunk_bytes: int | None = None
     flood: tuple[int, int] | None = None  # (deltas, characters each): see `flood`
     flood_kind: str = "text_delta"  # what a flood streams: one of `FLOOD_KINDS`
+    endless: tuple[int | None, int] | None = None  # (bytes a data line, most bytes): see `endless_event`
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,18 @@ def flood(deltas: int, size: int, output_tokens: int = 5, kind: str = "text_delt
     return Response(200, body, flood=(deltas, size), flood_kind=kind)
 
 
+def endless_event(line: int | None, most: int) -> Response:
+    """A reply that begins well (its `message_start`, a text block begun), then sends a
+    `content_block_delta` event that never ends: `data:` lines of `line` bytes each (their newline
+    counted; at least 8) with no blank line after them, or with `line=None` one `data:` line that never
+    ends, as fast as read, until `most` bytes of it have gone (then the body ends): a broken proxy or a
+    hostile endpoint. `MessagesAPI.endless_sent` counts the bytes of it sent (to a client that cut the
+    stream: about those it read, and what the sockets buffered)."""
+    if line is not None and line < 8:
+        raise ValueError("endless_event: a data line takes at least 8 bytes ('data: x' and its newline)")
+    return Response(200, message(text("")).body, endless=(line, most))
+
+
 def _citation(cited: str) -> Block:
     return {
         "type": "char_location",
@@ -342,6 +357,7 @@ class MessagesAPI:
         self.bind_thinking = False
         self.dropped_thinking = 0
         self.flood_sent = 0  # text deltas of `flood` replies sent, all streams together
+        self.endless_sent = 0  # bytes of `endless_event` replies' endless events sent, all streams together
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -615,6 +631,8 @@ class _Handler(BaseHTTPRequestHandler):
             sent: Any = scripted if scripted is not None else stream_events(body, response.malformed)
             if response.flood is not None:
                 sent = self._flood_events(sent, *response.flood, response.flood_kind)
+            if response.endless is not None:  # the events up to the first block's start, then the endless one
+                sent = sent[: 1 + next(i for i, (e, _) in enumerate(sent) if e == "content_block_start")]
             if response.chunk_bytes:  # the same bytes, cut into pieces anywhere (mid-line, mid-UTF-8)
                 self._chunked(b"".join(encode(e, d) for e, d in sent), response.chunk_bytes)
                 sent = []
@@ -626,9 +644,28 @@ class _Handler(BaseHTTPRequestHandler):
                     self.close_connection = True  # the connection breaks mid-stream: no closing chunk
                     return
                 self._chunk(encode(event, data))
+            if response.endless is not None:
+                self._endless_event(*response.endless)
             self._chunk(b"")
         except OSError:  # the client went away mid-stream (its time budget)
             self.close_connection = True
+
+    def _endless_event(self, line: int | None, most: int) -> None:
+        """A `content_block_delta` event that never ends (`endless_event`): `most` bytes of it after its
+        `event:` line, in writes of about 64 KiB, each counted in `endless_sent` once written."""
+        self._chunk(b"event: content_block_delta\n")
+        if line is None:
+            self._chunk(b"data: ")
+            piece = b"x" * 2**16
+        else:
+            piece = (b"data: " + b"x" * (line - 7) + b"\n") * max(1, 2**16 // line)
+        sent = 0
+        while sent < most:
+            part = piece[: most - sent]
+            self._chunk(part)
+            sent += len(part)
+            with self.server.api._lock:
+                self.server.api.endless_sent += len(part)
 
     def _flood_events(
         self, events: list[tuple[str, Any]], deltas: int, size: int, kind: str = "text_delta"

@@ -107,6 +107,13 @@ Choices worth knowing:
   or carried more besides (blocks, signatures, citations, a compaction's
   summary, deltas of a type the SDK does not know) than a request can send
   back (`_MOST_CARRIED`): the SDK would hold all of it until the time budget.
+  So is one event that never ends (its `data:` lines, or one `data:` line,
+  going on), cut once it holds more than any event of a reply can
+  (`_MOST_EVENT_BYTES`, 64 MiB) or has cost the SDK's decoder more copying
+  than eight such events (`_MOST_EVENT_COPIES`: it copies all it holds of an
+  event for each line), when the adapter builds the client (`_bound_events`):
+  the SDK gathered it until the read timeout, which bytes trickled in reset.
+  An injected client reads as its HTTP client was built, without this.
 - What a later request needs is kept: a text's `citations`, a call's `caller`
   and `toolset_name` (sent back as the API gave them), and the code execution
   `container` of the last reply (`extra["provider_data"]`, kept by the
@@ -140,7 +147,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -355,6 +362,20 @@ _DELTA_CHARS = 16
 # of empty citations; empty blocks 70 MB).
 _EVENT_CHARS = 256
 _MOST_CARRIED = 2 * CLAUDE_API.request_bytes
+# Those bounds count events; the SDK's decoder gathers an event's bytes before it reaches them, so one
+# event that never ends (its `data:` lines with no blank line after them, or one `data:` line with no
+# end) it gathered until the read timeout (which bytes trickled in reset), its memory and CPU growing.
+# No event of a reply holds more than a request can send back (what it carries goes back in the next
+# request, which the API refuses past 32 MB): past twice that (room for its own fields and escapes) one
+# event is cut. The decoder copies all it holds of an event for each line it adds: an event as the API
+# sends it (one `data:` line) costs it about twice its bytes, a run of short lines their square. An
+# event is cut too once its copying passes eight times `_MOST_EVENT_BYTES` (a fraction of a second):
+# after 93 KB of lines of 8 bytes, 33 MB of lines of 1 MB. Lines reach the decoder whole
+# (`_event_bytes`): the pieces the network sends of a line cost no copy each.
+_MOST_EVENT_BYTES = 2 * CLAUDE_API.request_bytes
+_MOST_EVENT_COPIES = 8 * _MOST_EVENT_BYTES
+# What ends an event to the SDK's decoder (`SSEDecoder._aiter_chunks`): what it holds ending so.
+_EVENT_ENDS = (b"\r\r", b"\n\n", b"\r\n\r\n")
 
 # One call reads at most this many context windows, and writes at most this many times its max_tokens:
 # the API's server-side loop (server tools) samples up to 10 times before it pauses the turn
@@ -404,9 +425,11 @@ class AnthropicModel:
 
     `model` defaults to `ENDSTATE_MODEL`, else the current default model.
     Pass an `anthropic.AsyncAnthropic` as `client` (its retries are turned off
-    in a copy), or `api_key`, `base_url` and `timeout` (seconds) to build one
-    per event loop; unset, the SDK reads `ANTHROPIC_API_KEY` and
-    `ANTHROPIC_BASE_URL`. The other options are sent with every request.
+    in a copy; it reads replies as its HTTP client was built, so one event that
+    never ends is bounded by its read timeout alone), or `api_key`, `base_url`
+    and `timeout` (seconds) to build one per event loop (`_new_client`); unset,
+    the SDK reads `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL`. The other
+    options are sent with every request.
     `container` is the code execution container to begin in: its id, or
     `{"id": ..., "skills": [...]}` (Agent Skills to load, e.g. `{"type":
     "anthropic", "skill_id": "xlsx", "version": "latest"}`; either key may be
@@ -595,6 +618,8 @@ class AnthropicModel:
             raise
         except anthropic.AnthropicError as exc:
             stream.record_cut()  # an `error` event ended a stream that began: as a break, below
+            if isinstance(exc.__cause__, EndlessEventError):  # as the SDK (2.17 on) wraps it
+                raise _malformed(exc.__cause__, stream.headers) from exc
             if isinstance(exc, anthropic.APIConnectionError) and stream.headers is not None:
                 raise _broke_off(exc.__cause__ or exc) from exc  # SDK >= 2.17 wraps a body's read error
             raise to_model_error(exc) from exc
@@ -1007,8 +1032,11 @@ def billed_as_any_call(reply: ModelReply) -> ModelReply:
 def _new_client(api_key: str | None, base_url: str | None, timeout: float | None) -> anthropic.AsyncAnthropic:
     """A client with the SDK's own HTTP defaults, its retries off, and redirects not followed: the SDK
     follows them, and so sent the conversation wherever a redirect pointed, its key left off (the
-    API refused it: "check the API key"), or sent it as a GET ("check the model id")."""
-    http = anthropic.DefaultAsyncHttpxClient(follow_redirects=False)
+    API refused it: "check the API key"), or sent it as a GET ("check the model id"). A reply's body is
+    read through `_event_bytes`, so that no event of it holds more than a reply's could (`_bound_events`)."""
+    http = anthropic.DefaultAsyncHttpxClient(
+        follow_redirects=False, event_hooks={"response": [_bound_events]}
+    )
     options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False, "http_client": http}
     if timeout is not None:
         options["timeout"] = timeout
@@ -1025,6 +1053,106 @@ def _new_client(api_key: str | None, base_url: str | None, timeout: float | None
             "give it whole, e.g. 'https://api.anthropic.com'"
         )
     return client
+
+
+async def _bound_events(response: httpx2.Response) -> None:
+    """An httpx response hook: the body of a reply (2xx), as `aiter_bytes` gives it to the SDK (what was
+    sent, decompressed), read through `_event_bytes`. Error bodies are the SDK's to read."""
+    if not response.is_success:
+        return
+    read = response.aiter_bytes
+
+    def bounded(chunk_size: int | None = None) -> AsyncGenerator[bytes, None]:
+        return _event_bytes(read(chunk_size))
+
+    response.aiter_bytes = bounded  # type: ignore[method-assign]
+
+
+class EndlessEventError(ValueError):
+    """One server-sent event of a reply went on past what any event of a reply holds: a `malformed_reply`."""
+
+
+async def _event_bytes(chunks: AsyncIterator[bytes]) -> AsyncGenerator[bytes, None]:
+    """`chunks` as the SDK's decoder is to get them: whole lines only, a line not ended yet held here (in
+    linear time) until it ends, so the decoder copies each line once, not each piece the network sent of
+    it; cut (`EndlessEventError`) once one event, as the decoder gathers it (`_Gathered`), with what is
+    held here, passes `_MOST_EVENT_BYTES` or `_MOST_EVENT_COPIES`."""
+    line = bytearray()  # the start of a line not ended yet
+    gathered = _Gathered(_MOST_EVENT_BYTES, _MOST_EVENT_COPIES)
+    async for chunk in chunks:
+        if not line and gathered.whole(chunk):  # as the API streams: whole events, of a few lines each
+            yield chunk
+            continue
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1
+        if not end:  # no line ends in it
+            line += chunk
+            gathered.check(len(line))
+            continue
+        lines = bytes(line) + chunk[:end] if line else chunk[:end]
+        line = bytearray(chunk[end:])
+        gathered.take(lines, len(line))
+        yield lines
+    if line:  # what follows the body's last line end
+        gathered.take(bytes(line), 0)
+        yield bytes(line)
+
+
+class _Gathered:
+    """What the SDK's decoder holds of the event it gathers, tallied as it gathers it
+    (`SSEDecoder._aiter_chunks`): each line of each piece it gets is added to what it holds, copying
+    that, until what it holds ends as an event ends (`_EVENT_ENDS`)."""
+
+    def __init__(self, most_bytes: int, most_copies: int) -> None:
+        self.most_bytes, self.most_copies = most_bytes, most_copies
+        # A piece of this many bytes holds as many lines at the most: no event of it costs more copying.
+        self._small = min(most_bytes, math.isqrt(most_copies))
+        self.held = 0  # bytes of the event so far
+        self.lines = 0
+        self.copied = 0  # bytes copied gathering it
+        self._end = b""  # its last bytes (4 at most: the longest of `_EVENT_ENDS`)
+
+    def whole(self, piece: bytes) -> bool:
+        """Whether the decoder, holding nothing, gathers `piece` within the bounds (it is small) and ends
+        it holding nothing: it ends with a blank line after one that is not, and no line of it ends in
+        a carriage return (which `_EVENT_ENDS` reads in other ways)."""
+        return (
+            not self.held
+            and len(piece) <= self._small
+            and piece.endswith(b"\n\n")
+            and not piece.endswith(b"\n\n\n")
+            and b"\r" not in piece
+        )
+
+    def take(self, piece: bytes, waiting: int) -> None:
+        """Tally `piece` as the decoder gathers it, line by line; `waiting` more bytes of a line are held
+        before it."""
+        for line in piece.splitlines(keepends=True):
+            self.held, self.lines = self.held + len(line), self.lines + 1
+            self.copied += self.held
+            self._end = (self._end + line)[-4:]
+            if self._end.endswith(_EVENT_ENDS):
+                self.held = self.lines = self.copied = 0
+                self._end = b""
+            else:
+                self.check(0)
+        self.check(waiting)
+
+    def check(self, waiting: int) -> None:
+        """`EndlessEventError` once the event, with the `waiting` bytes of a line held before the
+        decoder gets it, holds more than `most_bytes`, or has cost the decoder more than `most_copies`."""
+        if self.held + waiting > self.most_bytes:
+            raise EndlessEventError(
+                f"one server-sent event of the stream went on for over {self.most_bytes:,} bytes, more than "
+                f"any event of a reply holds (what it carries goes back in a request, which the API refuses "
+                f"past {CLAUDE_API.request_bytes:,} bytes): cut as an event that never ends"
+            )
+        if self.copied > self.most_copies:
+            raise EndlessEventError(
+                f"one server-sent event of the stream went on for {self.lines:,} lines ({self.held:,} "
+                "bytes) with no end, more than the SDK's decoder can gather (it copies all it holds of an "
+                "event for each line; the API sends an event in one data line): cut as an event that never "
+                "ends"
+            )
 
 
 def _read_timeout(client: anthropic.AsyncAnthropic) -> float | None:
