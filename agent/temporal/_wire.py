@@ -80,6 +80,9 @@ CONTINUED = "ContinuedAsNew"
 
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"
+END = "end"  # an operator ends a waiting run (`TemporalRuns.end`); its input: [NOTE]
+# the start key of an execution that ends a cancelled run as an operator asked (`TemporalRuns.end`): its note
+ENDED = "ended_by_operator"
 STATUS = "status"
 
 # Temporal refuses a payload over its blob size limit (2 MiB by default), retrying the workflow task
