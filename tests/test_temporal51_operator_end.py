@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +247,20 @@ def test_endstate_end_over_temporal_prints_the_runs_end(temporal: TemporalServer
     printed = json.loads(out)
     assert (printed["reason"], printed["error_type"], printed["note"]) == ("error", ENDED_BY_OPERATOR, SAID)
     assert cleanups(tmp_path) == 1
+
+
+def test_a_run_whose_agent_no_worker_has_any_more_is_ended(temporal: TemporalServer, tmp_path: Path) -> None:
+    """`end`'s first use: a run whose agent a redeploy dropped would wait for ever. It ends, with no
+    cleanup (no worker knows it: the store's runner runs none for an agent its catalog lacks)."""
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> RunResult:
+        async with serving(temporal, catalog(), queue) as runs:
+            run_id = await runs.start("asker", "Work.", state={"dir": str(tmp_path)}, wait=False)
+            await waiting(runs, run_id)
+        async with serving(temporal, Catalog(), queue) as runs:
+            return await asyncio.wait_for(runs.end(run_id, NOTE), WAIT_S)
+
+    ended = asyncio.run(scenario())
+    assert (ended.reason, ended.error_type, ended.note) == (StopReason.ERROR, ENDED_BY_OPERATOR, SAID)
+    assert cleanups(tmp_path) == 0
