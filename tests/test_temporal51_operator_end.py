@@ -31,6 +31,7 @@ from agent.durable.runner import ENDED_BY_OPERATOR, Runner
 from agent.durable.store import NotClaimable, RunStatus, UnknownRun, open_store
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult, StopReason
+from agent.temporal import _wire as w
 from agent.temporal.worker import workflow_runner
 from agent.temporal.workflow import EndstateRun
 from telemetry import Telemetry
@@ -163,6 +164,12 @@ def test_an_operator_ends_a_run_no_worker_holds_with_its_stop_counted_traced_and
         ]
         assert [s.name for s in errors] == ["invoke_agent asker"]
         assert replay_failure(history) is None  # the history with an end replays
+        if cancelled:  # a worker from before `end` fails such a start's task (`_wire.ENDED`), never runs it
+            [start] = [
+                json.loads(p.data)
+                for p in history.events[0].workflow_execution_started_event_attributes.input.payloads
+            ]
+            assert start["plan"] == {} and start[w.ENDED]["plan"]["agent"] == "asker"
     finally:
         telemetry.shutdown()
     assert cleanups(tmp_path) == 1  # once, never again

@@ -397,7 +397,9 @@ class TemporalRuns:
         result, run = ended
         if result.reason is not StopReason.CANCELLED:
             raise NotClaimable(f"run {run_id} has ended already ({result.reason}); nothing was changed")
-        start = {**run, "snapshot": result.snapshot.to_json() if result.snapshot else None, w.ENDED: note}
+        asked = {"note": note, "plan": run.get("plan")}  # the start's `plan` stops a worker from before
+        snapshot = result.snapshot.to_json() if result.snapshot else None
+        start = {**run, "plan": {}, "snapshot": snapshot, w.ENDED: asked}
         memo = {"task": run.get("task", ""), **await self._answered_memo(run_id)}
         try:
             handle = await self._start_workflow(

@@ -411,10 +411,16 @@ class EndstateRun:
         except asyncio.CancelledError:  # a run started before: a cancel now stops only its cleanup
             workflow.logger.warning("cleanup of run %s was cancelled", workflow.info().workflow_id)
 
-    async def _ended_cancelled(self, run: dict[str, Any], note: Any) -> dict[str, Any]:
+    async def _ended_cancelled(self, run: dict[str, Any], ended: Any) -> dict[str, Any]:
         """End the cancelled run this execution was started for (`_wire.ENDED`), as an operator asked: its
         stop observed by the worker's hooks (no agent is built: nothing runs), then its cleanup."""
-        plan = run.get("plan") or {}  # none: cancelled before it was prepared
+        ended = ended if isinstance(ended, dict) else {}
+        run.pop("plan", None)  # `{}`, for a worker from before (see `_wire.ENDED`): the run's is in `ended`
+        if isinstance(plan := ended.get("plan"), dict):
+            run["plan"] = plan
+        else:  # cancelled before it was prepared
+            plan = {}
+        note = ended.get("note")
         task_type = plan.get("task_type") or run.get("task_type") or "default"
         self._ref = RunRef(workflow.info().workflow_id, run["agent"], run["task"], task_type, run["state"])
         hooks = ReplaySafeHooks(lookup(workflow.info().task_queue).hooks)
