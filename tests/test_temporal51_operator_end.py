@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -21,8 +22,17 @@ import pytest
 from load_bounds import FLUSH_S
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
-from temporal_server import TemporalServer, cli_env, endstate, serving, temporal_fixture, waiting
-from temporalio.client import WorkflowHistory
+from temporal_server import (
+    TemporalServer,
+    cli_env,
+    completed_activities,
+    endstate,
+    serving,
+    temporal_fixture,
+    waiting,
+)
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus, WorkflowHistory
 from temporalio.worker import Replayer
 
 from agent import Agent, Budget, HelpPolicy, tool
@@ -271,3 +281,56 @@ def test_a_run_whose_agent_no_worker_has_any_more_is_ended(temporal: TemporalSer
     ended = asyncio.run(scenario())
     assert (ended.reason, ended.error_type, ended.note) == (StopReason.ERROR, ENDED_BY_OPERATOR, SAID)
     assert cleanups(tmp_path) == 0
+
+
+async def cancel_taken(handle: Any) -> None:
+    """Until the workflow has run a workflow task past its cancel request (it has seen the cancel)."""
+    asked, done = (
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED,
+        EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    )
+    for _ in range(int(WAIT_S * 10)):
+        kinds = [e.event_type for e in (await handle.fetch_history()).events]
+        if asked in kinds and done in kinds[kinds.index(asked) :]:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the workflow never took its cancel")
+
+
+def test_a_cancel_while_the_ended_runs_cleanup_runs_does_not_stop_it(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    """The end's cleanup outlasts a cancel that comes meanwhile (`CLEANUP_OUTLASTS_CANCEL`), as any end's."""
+    begun, let_go = threading.Event(), threading.Event()
+
+    def held_cleanup(state: dict[str, Any]) -> None:
+        begun.set()
+        if let_go.wait(WAIT_S):
+            count_cleanup(state)
+
+    held = Catalog()
+    held.register("asker", asker, cleanup=held_cleanup)
+
+    async def scenario() -> RunResult:
+        async with serving(temporal, held) as runs:
+            run_id = await runs.start("asker", "Work.", state={"dir": str(tmp_path)}, wait=False)
+            await waiting(runs, run_id)
+            ending = asyncio.ensure_future(runs.end(run_id, NOTE))
+            assert await asyncio.to_thread(begun.wait, WAIT_S), "the cleanup never began"
+            handle = runs.client.get_workflow_handle(run_id)
+            await handle.cancel()
+            await cancel_taken(handle)
+            status = (await handle.describe()).status
+            let_go.set()
+            ended = await asyncio.wait_for(ending, WAIT_S)
+            # was it shielded: the workflow open while the cleanup ran, and its activity completed
+            assert status is WorkflowExecutionStatus.RUNNING, "the run closed while its cleanup ran"
+            assert await completed_activities(runs.client, run_id, w.CLEANUP) == 1
+            return ended
+
+    try:
+        ended = asyncio.run(scenario())
+    finally:
+        let_go.set()
+    assert (ended.reason, ended.error_type) == (StopReason.ERROR, ENDED_BY_OPERATOR)
+    assert cleanups(tmp_path) == 1
