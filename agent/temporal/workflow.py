@@ -594,13 +594,11 @@ class EndstateRun:
         """End the waiting run as an operator asks (`error`, `ended_by_operator`, the note kept), as the
         store's runner's `end`; the run's result once it has ended and its cleanup has run."""
         with self._in_hand():
-            self._end = note
+            if self._waiting is None:  # its deadline's timer came first, in the same step: it runs on
+                raise ApplicationError("stopped waiting meanwhile (its deadline passed)", type="NotClaimable")
+            self._end = note  # the wait, not resumed yet, sees it when it is: the run ends
             await workflow.wait_condition(lambda: self._done)
         assert self._last is not None
-        if self._last.error_type != ENDED_BY_OPERATOR:  # its deadline's timer came first, in the same step
-            raise ApplicationError(
-                f"stopped waiting meanwhile (it ended as {self._last.reason})", type="NotClaimable"
-            )
         return fitted(self._last.to_dict())
 
     @end.validator
@@ -609,6 +607,8 @@ class EndstateRun:
         if self._done:
             reason = self._last.reason if self._last else StopReason.ERROR
             raise ApplicationError(f"has ended already ({reason})", type="NotClaimable")
+        if self._end is not None:
+            raise ApplicationError("is being ended already (by an operator)", type="NotClaimable")
         if not self._waits_for_reply():
             raise ApplicationError(
                 "is running, held by a live worker (Temporal's); nothing was changed. Cancel it (`temporal "
