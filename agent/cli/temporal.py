@@ -1,7 +1,7 @@
 """`endstate worker`, and `--temporal HOST:PORT` on the durable-run commands.
 
 With `--temporal` (or `$ENDSTATE_TEMPORAL`), `start`, `runs`, `pending`,
-`answer`, `approve`, `deny` and `resume` do what they do over a store, with
+`answer`, `approve`, `deny`, `resume` and `end` do what they do over a store, with
 the same output, against runs that are Temporal workflows; `endstate worker`
 runs them. `start` waits for the first segment's end (`--no-wait` prints the
 run id at once); `answer`, `approve` and `deny` wait for the next segment's end. A start the
@@ -51,11 +51,10 @@ T = TypeVar("T")
 STORE_ONLY = {  # commands with no Temporal form: what does their work there
     "recover": "each run's timers and Temporal's retries recover it, with nothing to run",
     "audit": "success audits are not made (yet)",
-    "end": "`temporal workflow terminate --workflow-id RUN_ID --reason WHY` ends a run (it reads as `error`)",
     "review": "runs are not reviewed, labelled or promoted (yet): the review queue and its labels are "
     "kept in a run store, with the runs a store's runner ran",
 }
-WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "serve")
+WRAPPED = ("start", "runs", "pending", "answer", "approve", "deny", "resume", "end", "serve")
 
 
 def register(sub: Any) -> None:
@@ -346,6 +345,15 @@ async def _resume(args: argparse.Namespace) -> int:
     return _print_result(args, await _noted(args, (await _runs_client(args)).resume(args.run_id, more)))
 
 
+async def _end(args: argparse.Namespace) -> int:
+    """`end --temporal`: as over a store, the run's line (its end, `ended_by_operator`) and exit 0."""
+    from agent.cli.runs import result_line
+
+    result = await _noted(args, (await _runs_client(args)).end(args.run_id, args.note or ""))
+    print(json.dumps(result.to_dict()) if args.json else result_line(result, temporal_on(args)))
+    return 0
+
+
 async def _runs(args: argparse.Namespace) -> int:
     from agent.cli.runs import print_runs, print_waiting
     from agent.durable.store import RunStatus
@@ -393,6 +401,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "approve": _approve,
     "deny": _deny,
     "resume": _resume,
+    "end": _end,
 }
 
 

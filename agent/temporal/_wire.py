@@ -80,6 +80,12 @@ CONTINUED = "ContinuedAsNew"
 
 # update and query names
 ANSWER, APPROVE, DENY, SEGMENT = "answer", "approve", "deny", "segment"
+END = "end"  # an operator ends a waiting run (`TemporalRuns.end`); its input: [NOTE]
+# the start key of an execution that ends a cancelled run as an operator asked (`TemporalRuns.end`):
+# `{"note": TEXT, "plan": the run's plan or null}`. Such a start's own `plan` is `{}`: a worker from before
+# `end`, which reads no `ENDED`, fails its workflow task on it (no command made: no agent run, no resume),
+# and Temporal gives the task to another worker until one that ends the run takes it.
+ENDED = "ended_by_operator"
 STATUS = "status"
 
 # Temporal refuses a payload over its blob size limit (2 MiB by default), retrying the workflow task

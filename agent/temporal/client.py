@@ -352,6 +352,74 @@ class TemporalRuns:
             )
         return result, run
 
+    async def end(self, run_id: str, note: str = "") -> RunResult:
+        """End, as an operator, a run that is not finished and that no worker holds, as the store's runner's
+        `end` does: one waiting for a person (the `end` update), or a cancelled one (its workflow closed: a
+        new execution of it ends it at once). It ends `error` (error type `ended_by_operator`, `note` kept),
+        counted and traced as any stop by the worker that ends it, its snapshot kept in its result for
+        review (it is not resumed), then its catalog `cleanup` runs; the result once that has run. A run
+        that is running (a worker holds it) or has ended is refused (`NotClaimable`): nothing changed."""
+        if not isinstance(note, str):
+            raise ConfigError(f"an operator's note must be text, not {type(note).__name__}")
+        if problem := w.reply_too_large("an operator's note", note):
+            raise ConfigError(f"run {run_id}: {problem}; nothing was changed")
+        for _ in range(3):  # an execution that closed (or continued as new) as we asked: asked again
+            execution = await self._described(run_id)
+            if execution.status is not WorkflowExecutionStatus.RUNNING:
+                return await self._end_cancelled(run_id, note)
+            if (result := await self._end_waiting(run_id, self._pinned(execution), note)) is not None:
+                return result
+        raise NotClaimable(f"run {run_id} kept changing while it was being ended; nothing was changed")
+
+    async def _end_waiting(
+        self, run_id: str, handle: WorkflowHandle[Any, Any], note: str
+    ) -> RunResult | None:
+        """`end` of a run whose workflow is open: its result, a refusal, or None when the execution closed
+        before the update reached it."""
+        try:
+            return w.result_from_json(await self.prompt.execute(handle, w.END, [note]))
+        except WorkflowUpdateFailedError as exc:
+            raise _end_refused(run_id, exc) from exc
+        except RPCError as exc:
+            if said := _update_cap(run_id, exc):
+                raise NotClaimable(said) from exc
+            if not (_closing(exc) or exc.status is RPCStatusCode.NOT_FOUND):
+                raise _rpc_error(run_id, exc) from exc
+            await self._closed(handle)
+            return None
+
+    async def _end_cancelled(self, run_id: str, note: str) -> RunResult:
+        """`end` of a run whose workflow has closed: a cancelled one is ended in a new execution of it
+        (`_wire.ENDED`), its result read once that has closed; any other has ended already."""
+        ended = await self.ended(run_id)
+        if ended is None:  # resumed meanwhile
+            raise NotClaimable(f"run {run_id} was resumed by someone else meanwhile; nothing was changed")
+        result, run = ended
+        if result.reason is not StopReason.CANCELLED:
+            raise NotClaimable(f"run {run_id} has ended already ({result.reason}); nothing was changed")
+        asked = {"note": note, "plan": run.get("plan")}  # the start's `plan` stops a worker from before
+        snapshot = result.snapshot.to_json() if result.snapshot else None
+        start = {**run, "plan": {}, "snapshot": snapshot, w.ENDED: asked}
+        memo = {"task": run.get("task", ""), **await self._answered_memo(run_id)}
+        try:
+            handle = await self._start_workflow(
+                run_id,
+                _ending(run_id, start),
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(w.SA_AGENT, result.agent),
+                        SearchAttributePair(w.SA_TASK_TYPE, result.task_type),
+                    ]
+                ),
+                memo=memo,
+            )
+        except WorkflowAlreadyStartedError as exc:
+            raise NotClaimable(
+                f"run {run_id} was resumed by someone else meanwhile; nothing was changed"
+            ) from exc
+        return w.result_from_json((await self._outcome(handle))["result"])
+
     async def _waits(self, run_id: str) -> str | None:
         """What the run waits for (`reply_problem`'s words for no reply), or None when it waits for no
         person: a run that waits is `running` to Temporal."""
@@ -710,6 +778,18 @@ def _fitting(run_id: str, start: dict[str, Any]) -> dict[str, Any]:
     return packed
 
 
+def _ending(run_id: str, start: dict[str, Any]) -> dict[str, Any]:
+    """The start of an execution that ends a cancelled run (`_wire.ENDED`), as `_fitting` makes it; its
+    snapshot left out when it does not fit even packed (the run's earlier execution keeps it)."""
+    try:
+        return _fitting(run_id, start)
+    except ConfigError:
+        log.warning(
+            "run %s: its snapshot is too large to carry to its end; its earlier execution keeps it", run_id
+        )
+        return {**start, "snapshot": None}
+
+
 def _carried_count(start: object) -> int:
     """The segments an execution's start says the run's earlier executions ended (0 when none)."""
     return _whole(start.get("segments")) if isinstance(start, dict) else 0
@@ -785,6 +865,19 @@ def _refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
     kind = cause.type if cause else None
     refusals = {"AnswerError": AnswerError, "ConfigError": ConfigError, w.NOT_IN_CATALOG: NotInCatalog}
     return refusals.get(kind or "", NotClaimable)(message)
+
+
+def _end_refused(run_id: str, exc: WorkflowUpdateFailedError) -> Exception:
+    """Why the workflow refused an operator's `end` (its validator's words, as the store's runner says them:
+    "run ID has ended already", "run ID is running"); a note it could not take is a `ConfigError`."""
+    cause = exc.cause if isinstance(exc.cause, ApplicationError) else None
+    if cause is None or cause.type != "NotClaimable":
+        said = cause.message if cause else str(exc)
+        return ConfigError(f"run {run_id}: {said}; nothing was changed")
+    said = (
+        cause.message if "nothing was changed" in cause.message else f"{cause.message}; nothing was changed"
+    )
+    return NotClaimable(f"run {run_id} {said}")
 
 
 def _continued(exc: WorkflowUpdateFailedError) -> int | None:

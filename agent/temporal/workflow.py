@@ -34,13 +34,24 @@ with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
     from agent.budget import bounded_extension
     from agent.clock import CancelSignal
+    from agent.durable.runner import ENDED_BY_OPERATOR
     from agent.durable.store.base import answer_kind, answered_note, answerer
+    from agent.hooks import RunHooks, RunInfo, SegmentLink, guard
     from agent.journal import Answer, Approval, HumanReply, Stopped, reply_problem
     from agent.result import RunResult, StopReason
-    from agent.snapshot import Snapshot
+    from agent.snapshot import Snapshot, SnapshotKind
     from agent.temporal import _wire as w
     from agent.temporal._registry import lookup
-    from agent.temporal._remote import CATALOG_CANCEL, RunRef, catalog_room, now, workflow_agent
+    from agent.temporal._remote import (
+        CATALOG_CANCEL,
+        ReplaySafeHooks,
+        RunRef,
+        catalog_room,
+        now,
+        workflow_agent,
+    )
+    from agent.text import one_line
+    from agent.usage import Usage
 
 # A cancel lets the turn in flight end (a tool's result is kept) and stops the run before its next turn, as
 # a runner's cancel does; past the worker's `cancel_grace` it cuts the turn there. Runs started before were
@@ -109,6 +120,12 @@ ANSWERER_KEPT = "endstate-answerer-kept"
 # workflow waits for it, and its result is the run's own stop. Runs started before cancelled the cleanup's
 # activity and closed at once (a cleanup not begun yet never ran), as they did.
 CLEANUP_OUTLASTS_CANCEL = "endstate-cleanup-outlasts-a-late-cancel"
+# An operator ends a run no worker holds (`TemporalRuns.end`, `endstate end --temporal`), as the store's
+# runner `end`s one: a waiting run on the `END` update, a cancelled one (its workflow closed) in a new
+# execution whose start carries `_wire.ENDED`. Either ends `error` (`ended_by_operator`) at once, observed as
+# a stop of no turns, its snapshot kept in its result (not resumable), then its catalog `cleanup` runs. No
+# patch: a history from before holds neither the update nor the start key, and replays through the same
+# commands.
 CARRIED = ("agent", "task", "task_type", "state", "plan")  # what of the run its next execution is given
 CUT_TO = (100_000, 10_000, 1_000, 100)  # characters each text is cut to, in turn, until a result fits
 
@@ -192,6 +209,7 @@ class EndstateRun:
         self._reads: list[int] = []  # the `segment` reads in flight (their numbers), oldest first
         self._next_read = 0
         self._moved: int | None = None  # handing over: this execution's segments the next one does not repeat
+        self._end: str | None = None  # an operator's note, once `end` was taken (the run waited)
 
     @workflow.run
     async def run(self, given: RawValue = NO_INPUT) -> dict[str, Any]:
@@ -203,6 +221,8 @@ class EndstateRun:
             return await self._closing(bare, self._bare(bare, StopReason.ERROR, problem, "bad_start"))
         run = {"state": {}, "task_type": None, **start}  # a start by hand may leave these out
         self._before = _count_of(run.pop("segments", 0))
+        if w.ENDED in run:  # a cancelled run an operator ends (`_wire.ENDED`): nothing runs
+            return await self._ended_cancelled(run, run.pop(w.ENDED))
         check_cancel = workflow.patched(CATALOG_CANCEL)
         try:
             if "plan" not in run:
@@ -351,13 +371,16 @@ class EndstateRun:
         self._waiting = waiting
         try:
             if s.deadline > now():
-                await workflow.wait_condition(lambda: self._reply is not None, timeout=s.deadline - now())
+                replied = lambda: self._reply is not None or self._end is not None  # noqa: E731
+                await workflow.wait_condition(replied, timeout=s.deadline - now())
         except TimeoutError:
             pass
         except asyncio.CancelledError:
             return dataclasses.replace(waiting, reason=StopReason.CANCELLED, note=WAIT_CANCELLED)
         finally:
             self._waiting = None
+        if self._end is not None:  # an operator ended it (`end`): taken over any reply or deadline
+            return self._operator_end(agent.hooks, (agent.model.name, agent.model.provider), snap, self._end)
         reply, self._reply = self._reply, None
         if reply is None:
             return await self._segment(
@@ -387,6 +410,74 @@ class EndstateRun:
             workflow.logger.warning("cleanup of run %s failed", workflow.info().workflow_id)
         except asyncio.CancelledError:  # a run started before: a cancel now stops only its cleanup
             workflow.logger.warning("cleanup of run %s was cancelled", workflow.info().workflow_id)
+
+    async def _ended_cancelled(self, run: dict[str, Any], ended: Any) -> dict[str, Any]:
+        """End the cancelled run this execution was started for (`_wire.ENDED`), as an operator asked: its
+        stop observed by the worker's hooks (no agent is built: nothing runs), then its cleanup."""
+        ended = ended if isinstance(ended, dict) else {}
+        run.pop("plan", None)  # `{}`, for a worker from before (see `_wire.ENDED`): the run's is in `ended`
+        if isinstance(plan := ended.get("plan"), dict):
+            run["plan"] = plan
+        else:  # cancelled before it was prepared
+            plan = {}
+        note = ended.get("note")
+        task_type = plan.get("task_type") or run.get("task_type") or "default"
+        self._ref = RunRef(workflow.info().workflow_id, run["agent"], run["task"], task_type, run["state"])
+        hooks = ReplaySafeHooks(lookup(workflow.info().task_queue).hooks)
+        model = (str(plan.get("model", "")), str(plan.get("provider", "")))
+        result = self._operator_end(hooks, model, _snapshot_of(run), note)
+        self._ended(result)
+        await self._cleanup(run)
+        return await self._closing(run, result)
+
+    def _operator_end(
+        self, hooks: RunHooks, model: tuple[str, str], snap: Snapshot | None, note: Any
+    ) -> RunResult:
+        """The run ended as an operator asked (`END`, `_wire.ENDED`): `error`, `ended_by_operator`, in the
+        store's runner's words, its snapshot kept (its journal, for review: no resume takes an error)."""
+        assert self._ref is not None
+        said = f": {one_line(note)}" if isinstance(note, str) and note.strip() else ""
+        spent = snap.usage if snap is not None else None
+        result = RunResult(
+            self._ref.run_id,
+            self._ref.agent,
+            self._ref.task_type,
+            StopReason.ERROR,
+            note=f"Ended by an operator{said}. Its journal is kept for review; it is not resumed.",
+            error_type=ENDED_BY_OPERATOR,
+            turns=spent.turns if spent else 0,
+            usage=spent.usage if spent else Usage(),
+            active_seconds=spent.active_seconds if spent else 0.0,
+            waiting_seconds=spent.waiting_seconds if spent else 0.0,
+            snapshot=snap,
+        )
+        return self._observed_end(hooks, model, result, snap)
+
+    def _observed_end(
+        self, hooks: RunHooks, model: tuple[str, str], result: RunResult, snap: Snapshot | None
+    ) -> RunResult:
+        """Show the worker's hooks (live, never on replay) a stop no loop ran: a segment of no turns that
+        resumes the run's last stop, counted and traced as any stop (as the store's runner's `end`)."""
+        assert self._ref is not None
+        stopped = snap is not None and snap.kind is not SnapshotKind.CHECKPOINT
+        link = SegmentLink(snap.trace_id, snap.span_id) if snap and snap.trace_id and snap.span_id else None
+        info = RunInfo(
+            run_id=result.run_id,
+            agent=result.agent,
+            task_type=result.task_type,
+            model=model[0],
+            provider=model[1],
+            task=self._ref.task,
+            segment=max(2, self._before + self._segments + 1),  # never a run's first: its start was counted
+            continues=link,
+            started_at=now(),
+            resumed_from=str(snap.reason) if stopped and snap is not None else None,
+            resumed_stopped_at=snap.stopped_at if snap is not None else None,
+        )
+        observer = guard(hooks, info)
+        result = dataclasses.replace(result, trace_id=observer.trace_id or result.trace_id)
+        observer.run_ended(result)
+        return result
 
     # -- what readers see ------------------------------------------------
 
@@ -498,6 +589,33 @@ class EndstateRun:
         _check_by(by)
         self._check_approval(segments)
 
+    @workflow.update(name=w.END)
+    async def end(self, note: str = "") -> dict[str, Any]:
+        """End the waiting run as an operator asks (`error`, `ended_by_operator`, the note kept), as the
+        store's runner's `end`; the run's result once it has ended and its cleanup has run."""
+        with self._in_hand():
+            if self._waiting is None:  # its deadline's timer came first, in the same step: it runs on
+                raise ApplicationError("stopped waiting meanwhile (its deadline passed)", type="NotClaimable")
+            self._end = note  # the wait, not resumed yet, sees it when it is: the run ends
+            await workflow.wait_condition(lambda: self._done)
+        assert self._last is not None
+        return fitted(self._last.to_dict())
+
+    @end.validator
+    def _end_ok(self, note: str = "") -> None:
+        _check_text("an operator's note", note)
+        if self._done:
+            reason = self._last.reason if self._last else StopReason.ERROR
+            raise ApplicationError(f"has ended already ({reason})", type="NotClaimable")
+        if self._end is not None:
+            raise ApplicationError("is being ended already (by an operator)", type="NotClaimable")
+        if not self._waits_for_reply():
+            raise ApplicationError(
+                "is running, held by a live worker (Temporal's); nothing was changed. Cancel it (`temporal "
+                "workflow cancel --workflow-id RUN_ID`: it then ends cancelled), then end it",
+                type="NotClaimable",
+            )
+
     @workflow.update(name=w.SEGMENT)
     async def segment(self, n: Any) -> dict[str, Any]:
         """The result of segment `n` of this execution, once it has ended. `n` is taken as any
@@ -541,7 +659,8 @@ class EndstateRun:
 
     def _waits_for_reply(self) -> bool:
         """The run waits for a person, and no reply is being taken."""
-        return self._waiting is not None and self._reply is None and not (self._done or self._checking)
+        waits = self._waiting is not None and self._reply is None and self._end is None
+        return waits and not (self._done or self._checking)
 
     def _crowded(self, read: int, n: int) -> bool:
         """Whether `read` (a wait for segment `n`) is among the newest reads that leave a reply to the run,
@@ -580,7 +699,7 @@ class EndstateRun:
     def status(self) -> dict[str, Any]:
         return {
             "segments": self._segments,
-            "waiting": self._waiting is not None and self._reply is None,
+            "waiting": self._waiting is not None and self._reply is None and self._end is None,
             "result": fitted(self._last.to_dict()) if self._last else None,
         }
 
@@ -647,7 +766,7 @@ class EndstateRun:
         """The pending tool's name, or None for a question; refuses when nothing waits."""
         if self._checking:
             raise ApplicationError("another reply to the run is being taken", type="NotWaiting")
-        if self._waiting is None or self._reply is not None:
+        if self._waiting is None or self._reply is not None or self._end is not None:
             reason = self._last.reason if self._last else "running"
             raise ApplicationError(
                 f"the run is not waiting for a person (it is {reason}{_answered()})", type="NotWaiting"
@@ -833,6 +952,11 @@ def _resumed_state(run: dict[str, Any]) -> dict[str, Any]:
     if run.get("snapshot"):
         return dict(Snapshot.from_json(run["snapshot"]).state)
     return dict(run["state"])
+
+
+def _snapshot_of(run: dict[str, Any]) -> Snapshot | None:
+    """The snapshot a cancelled run's execution was given (None: cancelled before its first checkpoint)."""
+    return Snapshot.from_json(run["snapshot"]) if run.get("snapshot") else None
 
 
 def _waiting(snap: Snapshot) -> RunResult:
