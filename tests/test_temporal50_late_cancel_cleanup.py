@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cleanup_counts import Stop, cleanups, count_cleanup
 from temporal_server import TemporalServer, completed_activities, serving, temporal_fixture
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
@@ -146,26 +147,6 @@ def test_a_history_with_a_cleanup_that_outlasted_a_cancel_replays(
 
 
 # -- a run that ended cancelled: no cleanup until its real end, over Temporal as over a store --------------
-
-
-class Stop:
-    """A run's own cancel signal (its catalog entry's `cancel`): set while its folder holds `stop`."""
-
-    def __init__(self, state: dict[str, Any]) -> None:
-        self.flag = Path(state["dir"]) / "stop"
-
-    def is_set(self) -> bool:
-        return self.flag.exists()
-
-
-def count_cleanup(state: dict[str, Any]) -> None:
-    with (Path(state["dir"]) / "cleanups").open("a") as f:
-        f.write("cleaned\n")
-
-
-def cleanups(folder: Path) -> int:
-    path = folder / "cleanups"
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def stoppable() -> Catalog:

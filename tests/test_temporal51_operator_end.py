@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cleanup_counts import Stop, cleanups, count_cleanup
 from load_bounds import FLUSH_S
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client import CollectorRegistry
@@ -77,26 +78,6 @@ def hold(flag: str) -> str:
 def holder(state: dict[str, Any]) -> Agent:
     script = [[call("hold", flag=str(Path(state["dir"]) / "hold"))], [finish("done", "held")]]
     return Agent("holder", ScriptedModel(script), tools=[hold], budget=Budget(max_turns=3))
-
-
-class Stop:
-    """A run's own cancel signal (its catalog entry's `cancel`): set while its folder holds `stop`."""
-
-    def __init__(self, state: dict[str, Any]) -> None:
-        self.flag = Path(state["dir"]) / "stop"
-
-    def is_set(self) -> bool:
-        return self.flag.exists()
-
-
-def count_cleanup(state: dict[str, Any]) -> None:
-    with (Path(state["dir"]) / "cleanups").open("a") as f:
-        f.write("cleaned\n")
-
-
-def cleanups(folder: Path) -> int:
-    path = folder / "cleanups"
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def catalog() -> Catalog:
