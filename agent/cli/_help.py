@@ -44,7 +44,7 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "start": f"{RUNS}; {TEMPORAL}",
     "resume": f"{RUNS}; {TEMPORAL}",
     "recover": RUNS,
-    "end": RUNS,
+    "end": f"{RUNS}; {TEMPORAL}",
     "audit": RUNS,
     "doctor": MODELS,
     "serve": f"{STORE}; {STORE_TIMEOUT}; {CATALOG}; {OTEL}; {TEMPORAL}; "
