@@ -20,7 +20,7 @@ from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
 from agent.durable.store._sql import ENTRIES, TABLE, SqlStore
 from agent.durable.store.base import DamagedJournal
-from agent.result import StopReason
+from agent.result import RunResult, StopReason
 from agent.service.http import status_of
 
 
@@ -72,6 +72,15 @@ def _drop_tail(store_url: str, run_id: str, entries: int) -> None:
     assert _sql(store_url, sql, (run_id, held - entries)) == entries
 
 
+def _waiting(store_url: str, folder: Path) -> RunResult:
+    """A counter run started to wait for a person (its store closed after)."""
+    runner = Runner(open_store(store_url), catalog())
+    try:
+        return asyncio.run(runner.start("counter", "c", state=counter_state(folder / "a", "ask")))
+    finally:
+        runner.store.close()
+
+
 def test_every_write_of_entries_records_the_journal_length(store_url: str, tmp_path: Path) -> None:
     runner = Runner(open_store(store_url), catalog())
     try:
@@ -109,11 +118,7 @@ def test_a_crashed_run_whose_journal_lost_its_end_is_not_resumed_from_an_earlier
 def test_an_answer_to_a_waiting_run_whose_journal_lost_its_end_is_refused_409(
     store_url: str, tmp_path: Path, lost: int
 ) -> None:
-    runner = Runner(open_store(store_url), catalog())
-    try:
-        asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "a", "ask")))
-    finally:
-        runner.store.close()
+    asked = _waiting(store_url, tmp_path)
     _drop_tail(store_url, asked.run_id, lost)
     runner = Runner(open_store(store_url), catalog())
     try:
@@ -134,11 +139,7 @@ def test_an_answer_to_a_waiting_run_whose_journal_lost_its_end_is_refused_409(
 def test_a_row_from_before_the_length_was_recorded_reads_as_before_until_its_next_write(
     store_url: str, tmp_path: Path
 ) -> None:
-    runner = Runner(open_store(store_url), catalog())
-    try:
-        asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "a", "ask")))
-    finally:
-        runner.store.close()
+    asked = _waiting(store_url, tmp_path)
     _sql(store_url, f"UPDATE {TABLE} SET journal_length = NULL WHERE run_id = ?", (asked.run_id,))
     runner = Runner(open_store(store_url), catalog())
     try:
@@ -153,11 +154,7 @@ def test_a_row_from_before_the_length_was_recorded_reads_as_before_until_its_nex
 def test_endstate_end_ends_a_run_whose_journal_lost_its_end_as_its_message_says(
     store_url: str, tmp_path: Path
 ) -> None:
-    runner = Runner(open_store(store_url), catalog())
-    try:
-        asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "a", "ask")))
-    finally:
-        runner.store.close()
+    asked = _waiting(store_url, tmp_path)
     _drop_tail(store_url, asked.run_id, 1)
     runner = Runner(open_store(store_url), catalog())
     try:
