@@ -177,8 +177,7 @@ class TracingHooks:
         planned = (
             (info.planned, self.planned_ids(info) is not None) if info.planned and self.plans_spans else None
         )
-        tracers = (self._tracer, self._spans)
-        return _RunTrace(tracers, info, shape, self._redact, self.capture_content, self._events, planned)
+        return _RunTrace(self._spans, info, shape, self._redact, self.capture_content, self._events, planned)
 
     @property
     def plans_spans(self) -> bool:
@@ -241,7 +240,7 @@ class _RunTrace(RunObserver):
 
     def __init__(
         self,
-        tracers: tuple[trace.Tracer, Spans],  # the run span's, and the spans made whole
+        spans: Spans,  # makes every span of the segment, the run's too
         info: RunInfo,
         shape: _Shape,
         redact: Redact,
@@ -249,7 +248,7 @@ class _RunTrace(RunObserver):
         events: Logger | None,
         planned: tuple[SegmentLink, bool] | None = None,  # planned ids, and whether the span is sampled
     ) -> None:
-        (self._tracer, self._spans), self._info = tracers, info
+        self._spans, self._info = spans, info
         self._redact, self._capture = redact, capture
         self._events = events
         self._shape, self._planned = shape, planned
