@@ -103,6 +103,14 @@ __all__ = ["AgentEntry", "AnswerError", "Catalog", "Job", "Runner", "State", "lo
 RUN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RECORD_RETRIES = (0.2, 1.0, 3.0)  # seconds between attempts to record a result
 ENDED_BY_OPERATOR = "ended_by_operator"  # the error type of a run `end` ended: never resumed
+
+
+def operator_end_note(note: object) -> str:
+    """The note of a run an operator ended (`end`), with theirs (`note`, if any text) on one line."""
+    said = f": {one_line(note)}" if isinstance(note, str) and note.strip() else ""
+    return f"Ended by an operator{said}. Its journal is kept for review; it is not resumed."
+
+
 RENEW_RETRY_SHARE = 30  # a failed lease renewal is tried again after this share of the lease
 AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it at least this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
@@ -801,8 +809,7 @@ class Runner:
             record = self.store.take_over(run_id, owner, lease, now, only_lapsed=lapsed, as_seen=current)
         else:
             record = self.store.claim(run_id, (current.status,), lease, now)
-        said = f": {one_line(note)}" if note and note.strip() else ""
-        text = f"Ended by an operator{said}. Its journal is kept for review; it is not resumed."
+        text = operator_end_note(note)
         held = self._hold(record)
         result = self._end_as_error(held, ENDED_BY_OPERATOR, text, keep_answer=False, ran=False)
         if (entry := self.catalog.entries.get(record.agent)) is not None and entry.cleanup is not None:

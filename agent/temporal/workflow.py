@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.agent import Agent
     from agent.budget import bounded_extension
     from agent.clock import CancelSignal
-    from agent.durable.runner import ENDED_BY_OPERATOR
+    from agent.durable.runner import ENDED_BY_OPERATOR, operator_end_note
     from agent.durable.store.base import answer_kind, answered_note, answerer
     from agent.hooks import RunHooks, RunInfo, SegmentLink, guard
     from agent.journal import Answer, Approval, HumanReply, Stopped, reply_problem
@@ -50,7 +50,6 @@ with workflow.unsafe.imports_passed_through():
         now,
         workflow_agent,
     )
-    from agent.text import one_line
     from agent.usage import Usage
 
 # A cancel lets the turn in flight end (a tool's result is kept) and stops the run before its next turn, as
@@ -436,14 +435,13 @@ class EndstateRun:
         """The run ended as an operator asked (`END`, `_wire.ENDED`): `error`, `ended_by_operator`, in the
         store's runner's words, its snapshot kept (its journal, for review: no resume takes an error)."""
         assert self._ref is not None
-        said = f": {one_line(note)}" if isinstance(note, str) and note.strip() else ""
         spent = snap.usage if snap is not None else None
         result = RunResult(
             self._ref.run_id,
             self._ref.agent,
             self._ref.task_type,
             StopReason.ERROR,
-            note=f"Ended by an operator{said}. Its journal is kept for review; it is not resumed.",
+            note=operator_end_note(note),
             error_type=ENDED_BY_OPERATOR,
             turns=spent.turns if spent else 0,
             usage=spent.usage if spent else Usage(),
