@@ -1,0 +1,46 @@
+"""newcomer52: what the inbox tells a person, held to what the other faces then do.
+
+- The inbox told whoever wrote a longer answer (or deny reason) than its box takes to "send it whole
+  through the API", whatever its length; the API takes a body of at most 64 KiB and answered a longer
+  one 413, so the advice led a person with a long answer to a second refusal. Now the inbox offers the
+  API only for a text that fits in its body, and says the API's bound otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_faces49_replies import ANSWER_CHARS, Faces, faces_over
+from test_service_defences import AUTH
+
+from agent.durable.store import RunStatus
+from agent.service.http import MAX_BODY
+
+
+@pytest.fixture
+def faces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Faces]:
+    yield from faces_over(tmp_path, monkeypatch)
+
+
+def test_an_answer_too_long_for_the_inbox_is_sent_to_the_api_only_when_the_api_takes_it(faces: Faces) -> None:
+    faces.waiting("q")
+    fits = "x" * (ANSWER_CHARS + 1)
+    refused = faces.inbox("q", "answer", answer=fits, segments="1")
+    assert refused.status_code == 400 and "send it whole through the API" in refused.text
+    taken = faces.api.post("/runs/q/answer", json={"answer": fits, "segments": 1}, headers=AUTH)
+    assert taken.status_code == 202, taken.text[:300]  # as the inbox said
+    assert faces.settled("q").last_answer == fits
+
+
+def test_an_answer_too_long_for_the_api_too_is_not_sent_there(faces: Faces) -> None:
+    faces.waiting("q")
+    too_long = "x" * MAX_BODY
+    refused = faces.inbox("q", "answer", answer=too_long, segments="1")
+    assert refused.status_code == 400 and too_long in refused.text  # kept to copy
+    assert "through the API" not in refused.text
+    assert f"the API a body of at most {MAX_BODY:,} bytes" in refused.text
+    sent = faces.api.post("/runs/q/answer", json={"answer": too_long, "segments": 1}, headers=AUTH)
+    assert sent.status_code == 413  # what the old advice led to
+    assert faces.record("q").status is RunStatus.WAITING
