@@ -213,7 +213,8 @@ def store_on(args: argparse.Namespace) -> str:
 def print_waiting(records: list[RunRecord], on: str) -> None:
     """After a table of runs: how many of them wait for a person, and the command that shows them."""
     if waiting := sum(r.status is RunStatus.WAITING for r in records):
-        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
+        verb = "waits" if waiting == 1 else "wait"
+        print(f"\n{waiting} of these {verb} for a person: `endstate pending{on}` shows what they ask")
 
 
 def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, start: str) -> bool:

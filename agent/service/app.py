@@ -107,6 +107,7 @@ from agent.service.http import (
     waiting_page,
 )
 from agent.service.throttle import shared_note
+from agent.summary import plural
 from agent.text import lookalikes
 
 log = logging.getLogger("endstate.service")
@@ -313,9 +314,9 @@ class Api:
         if self.service.room() == 0:
             raise Problem(
                 503,
-                f"this service has {self.service.max_running} runs in flight, its --max-running; nothing "
-                "was started. Send the start again in a few seconds (answers to waiting runs are still "
-                "taken), or raise --max-running or add a replica",
+                f"this service has {plural(self.service.max_running or 0, 'run')} in flight, its "
+                "--max-running; nothing was started. Send the start again in a few seconds (answers to "
+                "waiting runs are still taken), or raise --max-running or add a replica",
                 headers={"Retry-After": str(ADMIT_RETRY_AFTER)},
             )
 
