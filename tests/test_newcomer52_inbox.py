@@ -4,6 +4,7 @@
   through the API", whatever its length; the API takes a body of at most 64 KiB and answered a longer
   one 413, so the advice led a person with a long answer to a second refusal. Now the inbox offers the
   API only for a text that fits in its body, and says the API's bound otherwise.
+- Sign out ended the inbox's cookie with Starlette's defaults (SameSite=lax, no HttpOnly, no Secure).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_faces49_replies import ANSWER_CHARS, Faces, faces_over
-from test_service_defences import AUTH
+from test_service_defences import AUTH, LOCAL, TOKEN
 
 from agent.durable.store import RunStatus
 from agent.service.http import MAX_BODY
@@ -44,3 +45,17 @@ def test_an_answer_too_long_for_the_api_too_is_not_sent_there(faces: Faces) -> N
     sent = faces.api.post("/runs/q/answer", json={"answer": too_long, "segments": 1}, headers=AUTH)
     assert sent.status_code == 413  # what the old advice led to
     assert faces.record("q").status is RunStatus.WAITING
+
+
+@pytest.mark.parametrize("origin", [LOCAL, "https://127.0.0.1:8000"])
+def test_sign_out_ends_the_cookie_as_it_was_set(faces: Faces, origin: str) -> None:
+    """README: "The inbox's cookies are HttpOnly and SameSite=Strict, and Secure when the page was
+    reached over https". Sign out's Set-Cookie that ends the session said neither (Starlette's
+    defaults: SameSite=lax, no HttpOnly, no Secure), unlike the one sign-in set."""
+    signed_in = faces.api.post("/inbox/login", data={"token": TOKEN}, headers={"Origin": origin})
+    ended = faces.api.post("/inbox/logout", headers={"Origin": origin}, follow_redirects=False)
+    assert ended.status_code == 303
+    for response in (signed_in.history[0] if signed_in.history else signed_in, ended):
+        attributes = {a.strip().lower() for a in response.headers["set-cookie"].split(";")[1:]}
+        assert {"httponly", "samesite=strict"} <= attributes, response.headers["set-cookie"]
+        assert ("secure" in attributes) is origin.startswith("https:"), response.headers["set-cookie"]

@@ -209,7 +209,8 @@ class Inbox:
         same_origin(request)
         sign_out(self.service, request)
         response = RedirectResponse("/inbox", status_code=303)
-        response.delete_cookie(COOKIE)
+        # its ending is set as the cookie was: HttpOnly, SameSite=Strict, and Secure over https
+        response.delete_cookie(COOKIE, httponly=True, samesite="strict", secure=over_tls(request))
         return response
 
     async def act(self, request: Request) -> Response:
