@@ -59,3 +59,27 @@ def test_sign_out_ends_the_cookie_as_it_was_set(faces: Faces, origin: str) -> No
         attributes = {a.strip().lower() for a in response.headers["set-cookie"].split(";")[1:]}
         assert {"httponly", "samesite=strict"} <= attributes, response.headers["set-cookie"]
         assert ("secure" in attributes) is origin.startswith("https:"), response.headers["set-cookie"]
+
+
+@pytest.mark.parametrize(
+    ("address", "status", "says"),
+    [
+        ("/inbox?page=0", 400, "page must be a whole number from 1 to 1000000"),
+        ("/inbox/review/labelled?page=x", 400, "page must be a whole number from 1 to 1000000"),
+        ("/inbox/review?reason=success", 400, "is not a stop the review queue holds"),
+        ("/inbox/nope", 404, "no such endpoint here"),
+    ],
+)
+def test_an_inbox_address_refused_is_a_page_not_the_apis_json(
+    faces: Faces, address: str, status: int, says: str
+) -> None:
+    """A page number or a filter the inbox does not have (an edited link, an old bookmark) was answered
+    with the API's bare JSON in the browser, against the inbox's own rule; it is a page with the error,
+    its safe headers and the links to the inbox's views."""
+    page = faces.api.get(address)
+    assert page.status_code == status
+    assert page.headers["content-type"].startswith("text/html"), page.text[:200]
+    assert says in page.text and 'href="/inbox/review"' in page.text
+    assert "script-src 'none'" in page.headers["content-security-policy"]
+    api = faces.api.get("/pending?limit=0")  # the API's own refusals stay JSON
+    assert api.status_code == 400 and "from 1 to 500" in api.json()["error"]

@@ -368,6 +368,17 @@ def page_html(current: str, **parts: Any) -> str:
     return PAGE.substitute(frame | parts, views=views(current))
 
 
+def error_page(path: str, status: int, error: str, headers: dict[str, str] | None = None) -> HTMLResponse:
+    """A refusal of a page's address (a page number or a filter the inbox does not have, a path it
+    does not serve) as a page a browser shows, with the links to the inbox's views: never the API's
+    JSON in a browser."""
+    current = next((key for key, url, _ in reversed(VIEWS) if path.startswith(url)), "waiting")
+    heading = "This address of the inbox cannot be shown:"
+    body = page_html(current, title="Endstate help inbox", heading=heading, notice=notice(error, "error"),
+                     session="", items="")  # fmt: skip
+    return HTMLResponse(body, status_code=status, headers=HEADERS | (headers or {}))
+
+
 def views(current: str) -> str:
     """The links between the pending list and the review queue."""
     links = [link(url, text, key == current) for key, url, text in VIEWS]
