@@ -210,10 +210,19 @@ def store_on(args: argparse.Namespace) -> str:
     return f" --store {shlex.quote(shown_url(args.store))}" if args.store else ""
 
 
+def catalog_on(args: argparse.Namespace) -> str:
+    """` --catalog SPEC` when one was given, for a printed command that continues a run: the run's
+    agent is in that catalog (without it, the command copied from the line was refused, the seed
+    catalog lacking the agent)."""
+    catalog = getattr(args, "catalog", None)
+    return f" --catalog {shlex.quote(catalog)}" if catalog else ""
+
+
 def print_waiting(records: list[RunRecord], on: str) -> None:
     """After a table of runs: how many of them wait for a person, and the command that shows them."""
     if waiting := sum(r.status is RunStatus.WAITING for r in records):
-        print(f"\n{waiting} of these wait for a person: `endstate pending{on}` shows what they ask")
+        verb = "waits" if waiting == 1 else "wait"
+        print(f"\n{waiting} of these {verb} for a person: `endstate pending{on}` shows what they ask")
 
 
 def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, start: str) -> bool:
@@ -375,7 +384,7 @@ def _recover(args: argparse.Namespace) -> int:
         results += asyncio.run(runner.sweep(swept))
         left = [r.run_id for r in runner.left(swept)]
     for result in results:
-        print(result_line(result, store_on(args)))
+        print(result_line(result, store_on(args), catalog=catalog_on(args)))
     print(f"{plural(len(results), 'run')} recovered or swept")
     code = max(map(exit_code, results), default=0)  # a run cut short by SIGTERM or Ctrl-C: not over
     if left and code == 0:  # the store failed on them (said above): a timer that runs this sees it
@@ -428,7 +437,7 @@ def _continue(args: argparse.Namespace, claim: Callable[[Runner], Any], create: 
     print(
         json_text(result.to_dict())
         if args.json
-        else result_line(result, store_on(args), record, runner.owner)
+        else result_line(result, store_on(args), record, runner.owner, catalog_on(args))
     )
     return exit_code(result)
 
@@ -566,19 +575,22 @@ def local_time(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(timestamp))
 
 
-def result_line(r: RunResult, on: str = "", record: RunRecord | None = None, owner: str = "") -> str:
+def result_line(
+    r: RunResult, on: str = "", record: RunRecord | None = None, owner: str = "", catalog: str = ""
+) -> str:
     """How a segment ended, and the command that continues the run when it can go on (with the
-    options `on` that reach the same runs: `store_on`, `temporal_on`). Given the run's `record` as
-    the store has it now, and this process's worker `owner`: what continues the run when the store
-    no longer holds it as the segment left it (`went_on`)."""
+    options `on` that reach the same runs: `store_on`, `temporal_on`; and the `catalog` that has its
+    agent: `catalog_on`). Given the run's `record` as the store has it now, and this process's
+    worker `owner`: what continues the run when the store no longer holds it as the segment left it
+    (`went_on`)."""
     limit = f" ({r.limit})" if r.limit else ""
     verified = " verified" if r.verified else ""
     text = _cut(one_line(r.note or r.output), r)
     line = f"run {r.run_id}: {r.reason}{limit}{verified} after {plural(r.turns, 'turn')}. {text}".rstrip()
-    return line + (went_on(r, record, owner, on) or next_step(r, on))
+    return line + (went_on(r, record, owner, on, catalog) or next_step(r, on + catalog))
 
 
-def went_on(r: RunResult, record: RunRecord | None, owner: str, on: str = "") -> str:
+def went_on(r: RunResult, record: RunRecord | None, owner: str, on: str = "", catalog: str = "") -> str:
     """What the store says of a run that moved on since this segment ended (another worker took it
     over: its lease ran out while this one stalled), where the segment's own hint would be refused;
     '' when the store holds the run as the segment left it, or was not read."""
@@ -590,14 +602,14 @@ def went_on(r: RunResult, record: RunRecord | None, owner: str, on: str = "") ->
             f"`endstate runs{on}` shows how it goes on"
         )
     if record.status is RunStatus.WAITING:
-        asks = answer_command(record.run_id, record.pending is not None, on)
+        asks = answer_command(record.run_id, record.pending is not None, on + catalog)
         return f"\n    -> it waits for a person now: {asks}"
     if record.status is RunStatus.FINISHED:
         limit = f"/{record.stop_limit}" if record.stop_limit else ""
         return (
             f"\n    -> it has ended since: {record.stop_reason}{limit} after {plural(record.turns, 'turn')}"
         )
-    return next_step(dataclasses.replace(r, reason=StopReason.CANCELLED), on)  # cancelled: resumable
+    return next_step(dataclasses.replace(r, reason=StopReason.CANCELLED), on + catalog)  # resumable
 
 
 def _as_left(r: RunResult, record: RunRecord) -> bool:

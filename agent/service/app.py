@@ -41,7 +41,9 @@ deployment lacks what the run needs to go on, its agent, its task type or the ap
 tool: `NotInCatalog`, the same over a store and over Temporal; where, or once, that is
 deployed, the same request is taken). None of them changes the store. A message that
 repeats what was sent (a name, a field, an id) is cut to its start and end past `MAX_SAID`
-characters (`said`; the inbox's pages too). A bug in the
+characters (`said`; the inbox's pages too). A refused GET of an inbox address (a page number or
+filter it does not have, a path it does not serve) is a page with the error, not this JSON
+(`browsed`, `inbox.error_page`). A bug in the
 service (an exception that is no EndstateError) is a 500 with an error id, its traceback
 in the server's log and never in the response (`Api.crashed`).
 
@@ -107,6 +109,7 @@ from agent.service.http import (
     waiting_page,
 )
 from agent.service.throttle import shared_note
+from agent.summary import plural
 from agent.text import lookalikes
 
 log = logging.getLogger("endstate.service")
@@ -236,6 +239,12 @@ class ServiceApp(Starlette):
         return SafeHeaders(super().build_middleware_stack())
 
 
+def browsed(request: Request) -> bool:
+    """A page of the inbox a browser asked for (a GET under /inbox): its refusals are pages too."""
+    path = request.url.path
+    return request.method in ("GET", "HEAD") and (path == "/inbox" or path.startswith("/inbox/"))
+
+
 class Api:
     """The JSON endpoints."""
 
@@ -246,6 +255,8 @@ class Api:
     async def problem(self, request: Request, exc: Exception) -> Response:
         headers = getattr(exc, "headers", None)
         message = said(self.shown(str(exc)))  # scrubbed whole, then cut: no password is half cut
+        if browsed(request):
+            return inbox.error_page(request.url.path, status_of(exc), message, headers)
         return StandardJSON({"error": message}, status_code=status_of(exc), headers=headers)
 
     async def no_route(self, request: Request, exc: Exception) -> Response:
@@ -256,6 +267,8 @@ class Api:
             404: f"{where}: no such endpoint here (the API: /runs, /runs/{{id}}, /pending, /inbox)",
             405: f"{where}: this endpoint does not take {request.method[:20]}",
         }.get(status, f"{where}: {detail}")
+        if browsed(request):
+            return inbox.error_page(request.url.path, status, message, getattr(exc, "headers", None))
         return StandardJSON({"error": message}, status_code=status, headers=getattr(exc, "headers", None))
 
     async def crashed(self, request: Request, exc: Exception) -> Response:
@@ -313,9 +326,9 @@ class Api:
         if self.service.room() == 0:
             raise Problem(
                 503,
-                f"this service has {self.service.max_running} runs in flight, its --max-running; nothing "
-                "was started. Send the start again in a few seconds (answers to waiting runs are still "
-                "taken), or raise --max-running or add a replica",
+                f"this service has {plural(self.service.max_running or 0, 'run')} in flight, its "
+                "--max-running; nothing was started. Send the start again in a few seconds (answers to "
+                "waiting runs are still taken), or raise --max-running or add a replica",
                 headers={"Retry-After": str(ADMIT_RETRY_AFTER)},
             )
 

@@ -279,10 +279,11 @@ def reads_need_token(listen_host: str, mode: str = "auto") -> bool:
     listens beyond loopback (0.0.0.0, ::, a LAN address or a name other than localhost)."""
     if mode not in READ_AUTH_MODES:
         raise ConfigError(f"read auth must be one of {', '.join(READ_AUTH_MODES)}, not {mode!r}")
-    return mode == "token" or (mode == "auto" and not _is_loopback(listen_host))
+    return mode == "token" or (mode == "auto" and not is_loopback(listen_host))
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address listened on) is this machine's loopback only."""
     name = host_name(host)
     if name == "localhost":
         return True

@@ -30,6 +30,7 @@ form defences; links at the top of both move between them.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -208,7 +209,8 @@ class Inbox:
         same_origin(request)
         sign_out(self.service, request)
         response = RedirectResponse("/inbox", status_code=303)
-        response.delete_cookie(COOKIE)
+        # its ending is set as the cookie was: HttpOnly, SameSite=Strict, and Secure over https
+        response.delete_cookie(COOKIE, httponly=True, samesite="strict", secure=over_tls(request))
         return response
 
     async def act(self, request: Request) -> Response:
@@ -301,16 +303,27 @@ def unread(exc: Problem) -> str:
     return f"Your form could not be read ({exc}): nothing was sent."
 
 
+SHORTEN = "shorten it (it is kept below to copy)"
+
+
 def too_long(form: dict[str, str]) -> str:
     """Why a reply's text is longer than its box on the page takes ('' when it is not): the API takes
-    what fits in its body; the page says how much it takes, and holds to it."""
+    what fits in its body, and is offered only for a text that does; the page says how much it
+    takes, and holds to it."""
     for field, most in (("answer", ANSWER_CHARS), ("reason", REASON_CHARS)):
-        if len(text := form.get(field, "")) > most:
-            return (
-                f"Your {field} is {len(text):,} characters long; the inbox takes at most {most:,} "
-                "characters: shorten it (it is kept below to copy), or send it whole through the API."
-            )
+        if (size := len(text := form.get(field, ""))) > most:
+            said = f"Your {field} is {size:,} characters long; the inbox takes at most {most:,} characters"
+            if fits_the_api(field, text):
+                return f"{said}: {SHORTEN}, or send it whole through the API."
+            return f"{said}, and the API a body of at most {MAX_BODY:,} bytes, too small for it: {SHORTEN}."
     return ""
+
+
+def fits_the_api(field: str, text: str) -> bool:
+    """Whether `text` fits in the body of a reply sent to the API (`{"answer": ...}`, with its
+    `segments` and a name), written as compactly as JSON writes it."""
+    body = json.dumps({field: text, "segments": 0, "by": ""}, ensure_ascii=False).encode()
+    return len(body) + 4 * ANSWERER_CHARS + 20 <= MAX_BODY
 
 
 def not_sent(form: dict[str, str], fields: tuple[str, ...] = ("answer", "reason")) -> str:
@@ -353,6 +366,17 @@ def page_html(current: str, **parts: Any) -> str:
     """The inbox page frame around `parts`, with the links between its views (`current` marked)."""
     frame = {"refresh": "", "refresh_note": "", "filters": "", "pages": "", "count": ""}
     return PAGE.substitute(frame | parts, views=views(current))
+
+
+def error_page(path: str, status: int, error: str, headers: dict[str, str] | None = None) -> HTMLResponse:
+    """A refusal of a page's address (a page number or a filter the inbox does not have, a path it
+    does not serve) as a page a browser shows, with the links to the inbox's views: never the API's
+    JSON in a browser."""
+    current = next((key for key, url, _ in reversed(VIEWS) if path.startswith(url)), "waiting")
+    heading = "This address of the inbox cannot be shown:"
+    body = page_html(current, title="Endstate help inbox", heading=heading, notice=notice(error, "error"),
+                     session="", items="")  # fmt: skip
+    return HTMLResponse(body, status_code=status, headers=HEADERS | (headers or {}))
 
 
 def views(current: str) -> str:

@@ -20,7 +20,7 @@ from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
 from agent.service.auth import Token, load_token
-from agent.service.config import READY_TIMEOUT, Service
+from agent.service.config import READY_TIMEOUT, Service, is_loopback
 from agent.service.throttle import FAILED_LIMIT, FAILED_WINDOW, Throttle
 
 if TYPE_CHECKING:
@@ -284,11 +284,21 @@ def _service(
 
 def say_serving(service: Service, args: argparse.Namespace) -> None:
     """Who may read, the hosts served, the inbox's address and where it promotes cases: one line each."""
-    reads = "reads need the token" if service.reads_need_token else "reads are open (loopback)"
-    print(f"endstate serve: {reads}; hosts served: {', '.join(sorted(service.allowed_hosts))}", flush=True)
+    hosts = ", ".join(sorted(service.allowed_hosts))
+    print(f"endstate serve: {who_reads(service, args.host)}; hosts served: {hosts}", flush=True)
     print(f"endstate serve: inbox: {inbox_url(args.host, args.port)}", flush=True)
     if service.cases_dir is not None:
         print(f"endstate serve: the inbox promotes eval cases into {service.cases_dir}", flush=True)
+
+
+def who_reads(service: Service, host: str) -> str:
+    """Who may read the runs, as the start line says it: open reads beyond loopback (`--read-auth
+    open` on 0.0.0.0) are said to be open to the network, never "(loopback)"."""
+    if service.reads_need_token:
+        return "reads need the token"
+    if is_loopback(host):
+        return "reads are open (loopback)"
+    return f"reads are open to whoever reaches {host} (--read-auth open): the runs, /pending and the inbox"
 
 
 def check_port_free(host: str, port: int) -> None:
