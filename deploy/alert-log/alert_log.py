@@ -2,6 +2,15 @@
 
 Alertmanager posts to /page and /ticket (alerts/alertmanager.yml). Replace the
 URLs there with your paging and ticketing bridges in production.
+
+Each alert is printed as a pager shows it: one line with the route, status, name, labels and
+summary, then its description, runbook and dashboard links indented below (what the person it
+wakes opens next), e.g.
+
+    /page firing EndstateLimitStopShareHigh {'agent': 'researcher', ...} researcher/research: 40% of ...
+        Over the last hour 40% of the runs of agent researcher ...
+        runbook: https://wiki.example.com/runbooks/EndstateLimitStopShareHigh.md
+        dashboard: https://grafana.example.com/d/endstate-agent-stops/agent-stops?var-agent=...
 """
 
 from __future__ import annotations
@@ -9,15 +18,28 @@ from __future__ import annotations
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# The annotations printed under an alert's first line, in order, with the word that leads each.
+LINKS = (("runbook_url", "runbook"), ("dashboard_url", "dashboard"))
+
+
+def alert_lines(path: str, alert: dict[str, Any]) -> list[str]:
+    """One alert of a notification to `path`: its first line, then its description and links."""
+    labels, notes = alert.get("labels", {}), alert.get("annotations", {})
+    status, name, summary = alert.get("status"), labels.get("alertname"), notes.get("summary")
+    lines = [f"{path} {status} {name} {labels} {summary}"]
+    if notes.get("description"):
+        lines.append(f"    {' '.join(str(notes['description']).split())}")
+    lines += [f"    {word}: {notes[key]}" for key, word in LINKS if notes.get(key)]
+    return lines
 
 
 class AlertLog(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         for alert in body.get("alerts", []):
-            labels, notes = alert.get("labels", {}), alert.get("annotations", {})
-            status, name, summary = alert.get("status"), labels.get("alertname"), notes.get("summary")
-            print(f"{self.path} {status} {name} {labels} {summary}", flush=True)
+            print("\n".join(alert_lines(self.path, alert)), flush=True)
         self.send_response(200)
         self.end_headers()
 
