@@ -196,7 +196,8 @@ def first_scrape_arg(p: argparse.ArgumentParser, what: str) -> None:
         metavar="SECONDS",
         help=f"at start, wait up to this long for the first scrape of /metrics before the process {what}, "
         "so Prometheus reads its counters at zero first and increase() counts those runs; a new pod "
-        "(a new instance label) needs it; one scrape interval is enough "
+        "(a new instance label) needs it: a scrape interval, plus the service discovery's refresh "
+        "interval for a process Prometheus finds by discovery "
         f"(default: ${ENV_FIRST_SCRAPE_WAIT}, else 0)",
     )
 
