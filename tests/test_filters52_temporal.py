@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import temporal_agents
+from starlette.testclient import TestClient
 from temporal_server import TemporalServer, serving, temporal_fixture
 
 from agent import Agent, Budget
@@ -22,7 +23,10 @@ from agent.durable.catalog import Catalog
 from agent.durable.store import RunStatus
 from agent.models.scripted import ScriptedModel, finish
 from agent.result import RunResult, StopReason
+from agent.service.app import Service, create_app
+from agent.service.auth import Token
 from agent.temporal import TemporalRuns
+from agent.temporal.service import Bridge, TemporalRunner
 
 pytestmark = pytest.mark.slow
 
@@ -99,3 +103,28 @@ def test_runs_and_pending_over_temporal_list_only_the_agent_and_task_type_asked_
     assert main(["pending", "--agent", "counter", "--task-type", "batch", *on]) == 0
     said = capsys.readouterr().out
     assert said.startswith("no runs of agent 'counter' and task type 'batch' are waiting for a person in ")
+
+
+def test_get_runs_of_serve_temporal_lists_only_the_agent_and_task_type_asked_for(
+    temporal: TemporalServer, tmp_path: Path
+) -> None:
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    ids = asyncio.run(start_runs(temporal, queue, tmp_path))
+    bridge = Bridge()
+    runs = bridge.call(TemporalRuns.connect(temporal.address, task_queue=queue))
+    service = Service(TemporalRunner(runs, bridge), Token("test-token-0123456789abcdef"), sweep_interval=3600)  # type: ignore[arg-type]
+    try:
+        with TestClient(create_app(service), base_url="http://127.0.0.1:8000") as api:
+
+            def listed(query: str) -> list[str]:
+                answer = api.get(f"/runs?{query}")
+                assert answer.status_code == 200, answer.text
+                return [r["run_id"] for r in answer.json()["runs"]]
+
+            assert listed("agent=counter") == [ids["gave_up"], ids["asks"]]
+            assert listed(f"agent={QUOTED}&task_type=default") == [ids["quoted"]]
+            assert listed("task_type=batch&status=waiting") == []
+            assert api.get("/runs?agent=").status_code == 400
+    finally:
+        bridge.close()
+        bridge.loop.close()
