@@ -143,10 +143,16 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
 def add_filter_args(p: argparse.ArgumentParser) -> None:
     """`--agent` and `--task-type`: only the runs of that agent and task type, as an alert's labels
     (`agent`, `task_type`) name them."""
-    p.add_argument("--agent", type=listed("agent"), help="only runs of this agent (an alert's `agent` label)")
+    p.add_argument(
+        "--agent",
+        type=listed("agent"),
+        metavar="NAME",
+        help="only runs of this agent (an alert's `agent` label)",
+    )
     p.add_argument(
         "--task-type",
         type=listed("task type"),
+        metavar="NAME",
         help="only runs of this task type (an alert's `task_type` label)",
     )
 
