@@ -12,7 +12,7 @@ from typing import Any
 from agent._args import given, given_path
 from agent.budget import MAX_COUNT
 from agent.cli._help import above_zero, current_user
-from agent.cli.runs import store_on
+from agent.cli.runs import add_filter_args, of_filter, store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
@@ -49,6 +49,7 @@ def add_review(sub: Any) -> None:
         f"{review.DEFAULT_SUCCESS_SHARE}, and 0 with --reason)",
     )
     p.add_argument("--limit", type=above_zero(int, most=MAX_COUNT), default=50, help="at most this many runs")
+    add_filter_args(p)
     p.add_argument("--json", action="store_true", help="one JSON object per run")
     p.set_defaults(handler=run_queue)
     rsub = p.add_subparsers(dest="review_command")
@@ -144,16 +145,18 @@ def run_queue(args: argparse.Namespace) -> int:
     share = args.success_share
     if share is None:  # `--reason limit` lists limit stops, as the inbox's ?reason=limit: no success
         share = 0.0 if args.reason else review.DEFAULT_SUCCESS_SHARE
+    only = {"agent": args.agent, "task_type": args.task_type}
     with _store(args) as store:
-        runs = review.queue(store, reasons, share, args.limit)
-        total = sum(n for _, _, n in review.queue_counts(store, reasons, share))
+        runs = review.queue(store, reasons, share, args.limit, **only)
+        counts = review.queue_counts(store, reasons, share)
+        total = sum(n for a, t, n in counts if args.agent in (None, a) and args.task_type in (None, t))
         where = store.shown
     if args.json:
         for r in runs:
             print(json_text(r.to_dict()))
         return 0
     if not runs:
-        print(f"nothing to review in {where}: every run there that needs a look is labelled")
+        print(f"nothing to review in {where}: every run{of_filter(args)} there that needs a look is labelled")
         return 0
     for r in runs:
         print(queue_line(r))

@@ -40,7 +40,7 @@ from agent.durable.store import (
     default_url,
     open_store,
 )
-from agent.durable.store.base import Listing
+from agent.durable.store.base import Listing, filter_name
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import LimitKind, RunResult, StopReason
@@ -53,7 +53,7 @@ PENDING_PAGE = 500  # waiting runs `endstate pending` reads at a time
 def register(sub: Any) -> None:
     """Add the durable-run commands to the `endstate` parser."""
     _add(sub, "runs", "list recent runs and their status", _runs, _runs_args, reads_only=True)
-    _add(sub, "pending", "list runs waiting for a person", _pending, _json_arg, reads_only=True)
+    _add(sub, "pending", "list runs waiting for a person", _pending, _pending_args, reads_only=True)
     _add(sub, "answer", "answer a run's question and continue it here", _answer, _answer_args)
     _add(sub, "approve", "approve a run's pending tool call and continue it here", _approve, _approve_args)
     _add(sub, "deny", "deny a run's pending tool call and continue it here", _deny, _deny_args)
@@ -140,8 +140,43 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
+def add_filter_args(p: argparse.ArgumentParser) -> None:
+    """`--agent` and `--task-type`: only the runs of that agent and task type, as an alert's labels
+    (`agent`, `task_type`) name them."""
+    p.add_argument(
+        "--agent",
+        type=listed("agent"),
+        metavar="NAME",
+        help="only runs of this agent (an alert's `agent` label)",
+    )
+    p.add_argument(
+        "--task-type",
+        type=listed("task type"),
+        metavar="NAME",
+        help="only runs of this task type (an alert's `task_type` label)",
+    )
+
+
+def listed(what: str) -> Callable[[str], str]:
+    """An argparse type: an agent or task type to list the runs of (`filter_name`), or a usage error."""
+
+    def parse(text: str) -> str:
+        try:
+            return filter_name(what, text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def _pending_args(p: argparse.ArgumentParser) -> None:
+    _json_arg(p)
+    add_filter_args(p)
+
+
 def _runs_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
+    add_filter_args(p)
     p.add_argument("--status", choices=[str(s) for s in RunStatus], help="only runs with this status")
     p.add_argument(
         "--limit",
@@ -197,10 +232,11 @@ def _start_args(p: argparse.ArgumentParser) -> None:
 
 def _runs(args: argparse.Namespace) -> int:
     with _store(args, create=False) as store:
-        records = store.list_runs(RunStatus(args.status) if args.status else None, args.limit)
+        status = RunStatus(args.status) if args.status else None
+        records = store.list_runs(status, args.limit, agent=args.agent, task_type=args.task_type)
         where = store.shown
     if print_runs(records, args, where, f"endstate start AGENT TASK{store_on(args)}"):
-        print_waiting(records, store_on(args))
+        print_waiting(records, store_on(args) + filter_on(args))
     return 0
 
 
@@ -233,12 +269,11 @@ def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, s
             print(json_text(r.to_dict()))
         return False
     damaged = getattr(records, "damaged", [])
-    if not records and not damaged:  # with --status, there may be runs of another status
-        print(
-            f"no {args.status} runs in {where}"
-            if args.status
-            else f"no runs in {where}; start one with `{start}`"
-        )
+    if not records and not damaged:  # with --status or a filter, there may be other runs
+        if args.status or args.agent or args.task_type:
+            print(f"no {args.status + ' ' if args.status else ''}runs{of_filter(args)} in {where}")
+        else:
+            print(f"no runs in {where}; start one with `{start}`")
         return False
     if records:
         print(RUNS_HEADER)
@@ -247,6 +282,23 @@ def print_runs(records: list[RunRecord], args: argparse.Namespace, where: str, s
     if damaged:
         print(left_out(damaged, where))
     return bool(records)
+
+
+def of_filter(args: argparse.Namespace) -> str:
+    """What a listing's `--agent` and `--task-type` ask for, said after "runs": ` of agent 'x'`."""
+    asked = [f"{what} {value!r}" for what, value in _filters(args) if value]
+    return f" of {' and '.join(asked)}" if asked else ""
+
+
+def filter_on(args: argparse.Namespace) -> str:
+    """The `--agent` and `--task-type` given, for a printed command that lists the same runs."""
+    return "".join(
+        f" --{what.replace(' ', '-')} {shlex.quote(value)}" for what, value in _filters(args) if value
+    )
+
+
+def _filters(args: argparse.Namespace) -> tuple[tuple[str, str | None], ...]:
+    return (("agent", args.agent), ("task type", args.task_type))
 
 
 def left_out(damaged: list[str], where: str) -> str:
@@ -265,22 +317,25 @@ def _pending(args: argparse.Namespace) -> int:
     with _store(args, create=False) as store:
         now = StoreClock(store).time()  # waits reckoned by the store's clock, as deadlines are judged
         where = store.shown
-        for page in waiting_pages(store, PENDING_PAGE):
+        for page in waiting_pages(store, PENDING_PAGE, args.agent, args.task_type):
             for r in page:
                 print(pending_json(r, now) if args.json else pending_line(r, now, store_on(args)))
             shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
     elif not shown and not args.json:
-        print(f"no runs are waiting for a person in {where}")
+        print(f"no runs{of_filter(args)} are waiting for a person in {where}")
     return 0
 
 
-def waiting_pages(store: RunStore, size: int) -> Iterator[Listing]:
-    """The runs waiting for a person, `size` at a time, the longest waiting first."""
+def waiting_pages(
+    store: RunStore, size: int, agent: str | None = None, task_type: str | None = None
+) -> Iterator[Listing]:
+    """The runs waiting for a person (of `agent` and `task_type` when given), `size` at a time, the
+    longest waiting first."""
     offset = 0
     while True:
-        page = store.waiting(size, offset)
+        page = store.waiting(size, offset, agent, task_type)
         yield page
         taken = len(page) + len(page.damaged)
         if taken < size:

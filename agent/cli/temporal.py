@@ -355,13 +355,14 @@ async def _end(args: argparse.Namespace) -> int:
 
 
 async def _runs(args: argparse.Namespace) -> int:
-    from agent.cli.runs import print_runs, print_waiting
+    from agent.cli.runs import filter_on, print_runs, print_waiting
     from agent.durable.store import RunStatus
 
     runs = await _runs_client(args)
-    records = await runs.runs(RunStatus(args.status) if args.status else None, args.limit)
+    status = RunStatus(args.status) if args.status else None
+    records = await runs.runs(status, args.limit, args.agent, args.task_type)
     if print_runs(records, args, runs.shown, f"endstate start AGENT TASK{temporal_on(args)}"):
-        print_waiting(records, temporal_on(args))
+        print_waiting(records, temporal_on(args) + filter_on(args))
     return 0
 
 
@@ -377,10 +378,10 @@ def temporal_on(args: argparse.Namespace) -> str:
 
 
 async def _pending(args: argparse.Namespace) -> int:
-    from agent.cli.runs import pending_json, pending_line
+    from agent.cli.runs import of_filter, pending_json, pending_line
 
     runs = await _runs_client(args)
-    records = await runs.pending()
+    records = await runs.pending(args.agent, args.task_type)
     now = time.time()
     late = (  # no `recover` on Temporal: the run's own timer ends it, once a worker runs its workflow
         "too late to answer: its deadline's timer ends it under its help policy once an `endstate "
@@ -389,7 +390,7 @@ async def _pending(args: argparse.Namespace) -> int:
     for r in records:
         print(pending_json(r, now) if args.json else pending_line(r, now, temporal_on(args), late))
     if not records and not args.json:
-        print(f"no runs are waiting for a person in {runs.shown}")
+        print(f"no runs{of_filter(args)} are waiting for a person in {runs.shown}")
     return 0
 
 

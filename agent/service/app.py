@@ -6,7 +6,8 @@ service listens beyond loopback, see `reads_need_token`):
 
     POST /runs                    {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
                                   (the same request again with its run_id: 200 and that run)
-    GET  /runs[?status=&limit=]   recent runs, each long text cut (`cut` names what, with its size)
+    GET  /runs[?status=&limit=&agent=&task_type=]
+                                  recent runs, each long text cut (`cut` names what, with its size)
     GET  /runs/{id}               one run and its result
     GET  /pending[?limit=&offset=&agent=&task_type=]
                                   runs waiting for a person, oldest first, a page at a time
@@ -74,7 +75,15 @@ from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
 from agent.durable.runner import Job, given_reason
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
-from agent.durable.store.base import CUT_OBJECTS, CUT_TEXTS, Listing, PrunedRunId, answerer, dumps
+from agent.durable.store.base import (
+    CUT_OBJECTS,
+    CUT_TEXTS,
+    Listing,
+    PrunedRunId,
+    answerer,
+    dumps,
+    filter_name,
+)
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
 from agent.service import inbox, review_pages
@@ -352,7 +361,12 @@ class Api:
             raise Problem(400, f"status must be one of {', '.join(RunStatus)}")
         limit = int_param(request.query_params.get("limit", "100"), 1, 1000, "limit")
         only = RunStatus(status) if status else None
-        records = await run_in_threadpool(overview, self.runner.store, only, limit)
+        names = {
+            k: run_filter(k, v)
+            for k in ("agent", "task_type")
+            if (v := request.query_params.get(k)) is not None
+        }
+        records = await run_in_threadpool(overview, self.runner.store, only, limit, **names)
         body: dict[str, object] = {"runs": [listed(r, records.cut.get(r.run_id, {})) for r in records]}
         if damaged := getattr(records, "damaged", None):  # rows it could not read: logged, and named
             body["damaged"] = damaged
@@ -554,12 +568,21 @@ def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]
     )
 
 
-def overview(store: Any, status: RunStatus | None, limit: int) -> Listing:
-    """The newest `limit` runs for `GET /runs`, each long text cut to `LISTED_CHARS` characters: by
-    the store in SQL when it can (what it reads is bounded too), else here."""
+def run_filter(key: str, value: str) -> str:
+    """`GET /runs`' `agent` or `task_type` parameter, checked (`filter_name`): 400 saying what is wrong."""
+    try:
+        return filter_name(key.replace("_", " "), value)
+    except ValueError as exc:
+        raise Problem(400, f"{key}: {exc}") from None
+
+
+def overview(store: Any, status: RunStatus | None, limit: int, **only: str) -> Listing:
+    """The newest `limit` runs for `GET /runs` (of the `agent` and `task_type` in `only`), each long
+    text cut to `LISTED_CHARS` characters: by the store in SQL when it can (what it reads is bounded
+    too), else here."""
     if hasattr(store, "overview"):
-        return store.overview(status, limit, LISTED_CHARS)
-    records = store.list_runs(status, limit)
+        return store.overview(status, limit, LISTED_CHARS, **only)
+    records = store.list_runs(status, limit, **only)
     listing = Listing(records, getattr(records, "damaged", ()))
     for record in listing:
         if sizes := too_long(record):

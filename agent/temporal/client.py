@@ -648,12 +648,20 @@ class TemporalRuns:
 
     # -- listing -----------------------------------------------------------
 
-    async def runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
+    async def runs(
+        self,
+        status: RunStatus | None = None,
+        limit: int | None = 50,
+        agent: str | None = None,
+        task_type: str | None = None,
+    ) -> list[RunRecord]:
         """The latest execution of each run on this client's task queue, newest first (an execution that
-        continued as new, past its history bound, is no run's latest)."""
+        continued as new, past its history bound, is no run's latest); of `agent` and `task_type` when
+        given."""
         query = f"{w.runs_query(self.task_queue)} AND ExecutionStatus != 'ContinuedAsNew'"
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
+        query += _only(w.SA_AGENT.name, agent) + _only(w.SA_TASK_TYPE.name, task_type)
         records: dict[str, RunRecord] = {}
         seen: set[str] = set()  # a run's latest execution, listed first, is its status: not an older one's
         try:
@@ -662,7 +670,7 @@ class TemporalRuns:
                     continue  # an older execution of a resumed run, or another queue's run
                 seen.add(execution.id)
                 record = await _record(execution)
-                if status is None or record.status is status:
+                if (status is None or record.status is status) and _of(record, agent, task_type):
                     records[execution.id] = record
         except RPCError as exc:
             if "invalid search attribute" not in exc.message:
@@ -671,10 +679,25 @@ class TemporalRuns:
         found = sorted(records.values(), key=lambda r: r.started_at, reverse=True)
         return found if limit is None else found[:limit]
 
-    async def pending(self) -> list[RunRecord]:
-        """Runs waiting for a person, oldest request first."""
-        waiting = await self.runs(RunStatus.WAITING, limit=None)
+    async def pending(self, agent: str | None = None, task_type: str | None = None) -> list[RunRecord]:
+        """Runs waiting for a person, oldest request first; of `agent` and `task_type` when given."""
+        waiting = await self.runs(RunStatus.WAITING, limit=None, agent=agent, task_type=task_type)
         return sorted(waiting, key=lambda r: r.suspended_at or 0.0)
+
+
+def _only(attribute: str, value: str | None) -> str:
+    """The visibility query's condition that a keyword search attribute is `value` ('' for None). A
+    value the query cannot quote as it is (a quote or a backslash, which the server's filter does not
+    match even escaped; a character that is not printable) is left out of it: `_of` keeps only the
+    runs of that value, as `runs_query` leaves such a task queue to `on_queue`."""
+    if value is None or not value.isprintable() or any(c in value for c in "'\"\\"):
+        return ""
+    return f" AND {attribute} = '{value}'"
+
+
+def _of(record: RunRecord, agent: str | None, task_type: str | None) -> bool:
+    """Whether `record` is of `agent` and of `task_type` (None: any)."""
+    return agent in (None, record.agent) and task_type in (None, record.task_type)
 
 
 async def _record(execution: WorkflowExecution) -> RunRecord:

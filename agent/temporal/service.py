@@ -86,8 +86,14 @@ class TemporalStore:
         self.runs, self.bridge = runs, bridge
         self.shown = runs.shown
 
-    def list_runs(self, status: RunStatus | None = None, limit: int | None = 50) -> list[RunRecord]:
-        records = self.bridge.call(self.runs.runs(status, limit))
+    def list_runs(
+        self,
+        status: RunStatus | None = None,
+        limit: int | None = 50,
+        agent: str | None = None,
+        task_type: str | None = None,
+    ) -> list[RunRecord]:
+        records = self.bridge.call(self.runs.runs(status, limit, agent, task_type))
         if status is RunStatus.WAITING:
             records.sort(key=lambda r: r.suspended_at or 0.0)
         return records

@@ -472,18 +472,31 @@ class SqlStore:
                 "fix the row or delete the run"
             ) from exc
 
-    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> Listing:
-        where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
+    def list_runs(
+        self,
+        status: RunStatus | None = None,
+        limit: int | None = 100,
+        agent: str | None = None,
+        task_type: str | None = None,
+    ) -> Listing:
+        where, params = _runs_where(status=status, agent=agent, task_type=task_type)
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
         sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}"
         rows = self._rows(sql, params, retry=True)
         return records_of(rows)
 
-    def overview(self, status: RunStatus | None, limit: int, chars: int) -> Listing:
+    def overview(
+        self,
+        status: RunStatus | None,
+        limit: int,
+        chars: int,
+        agent: str | None = None,
+        task_type: str | None = None,
+    ) -> Listing:
         """`list_runs`, each long text cut in SQL to its first `chars` characters (a JSON column
         longer than that left out), so what is read is bounded by `limit` whatever the runs hold;
         each cut field's whole size in bytes is in the listing's `cut`, by run."""
-        where, params = ("WHERE status = ?", [str(status)]) if status else ("", [])
+        where, params = _runs_where(status=status, agent=agent, task_type=task_type)
         columns = cut_columns(chars, self.octets)
         sql = f"SELECT {columns} FROM {TABLE} {where} ORDER BY started_at DESC LIMIT {int(limit)}"
         return records_of(self._rows(sql, params, retry=True), cut=True)
@@ -652,6 +665,15 @@ class SqlStore:
             pruned += len(ids)
             if len(ids) < batch:
                 return pruned
+
+
+def _runs_where(**only: str | None) -> tuple[str, list[Any]]:
+    """`list_runs`' WHERE clause ('' for every run) of the columns `only` names with a value, and its
+    parameters: each value a parameter, never in the SQL's text."""
+    given = {column: str(value) for column, value in only.items() if value is not None}
+    if not given:
+        return "", []
+    return "WHERE " + " AND ".join(f"{column} = ?" for column in given), list(given.values())
 
 
 def _waiting_where(agent: str | None, task_type: str | None) -> tuple[str, list[Any]]:

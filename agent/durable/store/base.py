@@ -373,8 +373,15 @@ class RunStore(Protocol):
         """The run's snapshot: its saved head and every journal entry appended so far."""
         ...
 
-    def list_runs(self, status: RunStatus | None = None, limit: int | None = 100) -> Listing:
-        """The newest runs first; a row it cannot read is left out (and logged), its id in `damaged`."""
+    def list_runs(
+        self,
+        status: RunStatus | None = None,
+        limit: int | None = 100,
+        agent: str | None = None,
+        task_type: str | None = None,
+    ) -> Listing:
+        """The newest runs first, of `status`, `agent` and `task_type` when given; a row it cannot read
+        is left out (and logged), its id in `damaged`."""
         ...
 
     def waiting(
@@ -473,6 +480,28 @@ def unplain(name: str) -> bool:
     """`name` holds a control or invisible character (a line break, an escape, a bidi mark): no name
     a page or a terminal shows as it is."""
     return any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name)
+
+
+FILTER_BYTES = 2048  # the longest agent or task type a listing filters on: Temporal's keyword bound
+
+
+def filter_name(what: str, value: str) -> str:
+    """An agent or task type (`what`) to list the runs of, as an alert's label names it: not blank, no
+    control or invisible character, at most `FILTER_BYTES` bytes (as a run's agent and task type on
+    Temporal). `ValueError` says why not."""
+    if not value.strip():
+        raise ValueError(f"the {what} to list must not be empty: name one, or leave the option out for all")
+    if unplain(value):
+        raise ValueError(
+            f"the {what} to list ({value[:60]!r}) holds control or invisible characters (a line break, "
+            "an escape, a bidi mark): give the name as plain text on one line, as the alert's label shows it"
+        )
+    if len(value.encode("utf-8", "surrogatepass")) > FILTER_BYTES:
+        raise ValueError(
+            f"the {what} to list ({value[:40]!r}...) is over {FILTER_BYTES:,} bytes, longer than any "
+            "run's: give the name as the alert's label shows it"
+        )
+    return value
 
 
 def answerer(by: object) -> str | None:
