@@ -3,6 +3,14 @@
 Alertmanager posts to /page and /ticket (alerts/alertmanager.yml). Replace the
 URLs there with your paging and ticketing bridges in production.
 
+It posts EndstateWatchdog, the alert that always fires, to /heartbeat every minute: printed as its
+first line alone, e.g.
+
+    /heartbeat firing EndstateWatchdog {'alertname': ...} The alerting pipeline is alive: ...
+
+In production that URL is a dead man's switch (a healthchecks.io ping URL, a PagerDuty, Opsgenie or
+Grafana OnCall heartbeat) that pages when these lines stop; here nothing watches for their absence.
+
 Each alert is printed as a pager shows it: one line with the route, status, name, labels and
 summary, then its description, runbook and dashboard links indented below (what the person it
 wakes opens next), e.g.
@@ -22,6 +30,8 @@ from typing import Any
 
 # The annotations printed under an alert's first line, in order, with the word that leads each.
 LINKS = (("runbook_url", "runbook"), ("dashboard_url", "dashboard"))
+# Where the heartbeat arrives: proof that the alerting pipeline is alive, for no person to read.
+HEARTBEAT = "/heartbeat"
 
 
 def alert_lines(path: str, alert: dict[str, Any]) -> list[str]:
@@ -29,6 +39,8 @@ def alert_lines(path: str, alert: dict[str, Any]) -> list[str]:
     labels, notes = alert.get("labels", {}), alert.get("annotations", {})
     status, name, summary = alert.get("status"), labels.get("alertname"), notes.get("summary")
     lines = [f"{path} {status} {name} {labels} {summary}"]
+    if path == HEARTBEAT:
+        return lines
     if notes.get("description"):
         lines.append(f"    {' '.join(str(notes['description']).split())}")
     lines += [f"    {word}: {notes[key]}" for key, word in LINKS if notes.get(key)]
