@@ -803,13 +803,15 @@ RUNBOOKS: dict[Callable[[], object], tuple[str, ...]] = {
 
 
 def alerts_annotation() -> AnnotationQuery:
+    """Endstate's firing alerts, marked on every panel: not the watchdog, which always fires (it
+    would shade the whole time range)."""
     return (
         AnnotationQuery()
         .name("Endstate alerts")
         .datasource(PROMETHEUS)
         .enable(True)
         .icon_color("red")
-        .expr('ALERTS{alertname=~"Endstate.*", alertstate="firing"}')
+        .expr('ALERTS{alertname=~"Endstate.*", alertname!="EndstateWatchdog", alertstate="firing"}')
     )
 
 
