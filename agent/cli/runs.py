@@ -523,6 +523,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _list_audits(args: argparse.Namespace) -> int:
+    """`audit --list`: the audits made (with --due, those still to make too), the newest first."""
     outcome = AuditOutcome(args.outcome) if args.outcome else None
     with _store(args, create=False) as store:
         audits = store.list_audits(
