@@ -23,7 +23,7 @@ from typing import Any
 
 from agent._args import given
 from agent._valid import seconds_in
-from agent.audit import Audit
+from agent.audit import Audit, AuditOutcome
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero, current_user
 from agent.durable._storetime import StoreClock, pending_by_store_clock
@@ -40,7 +40,7 @@ from agent.durable.store import (
     default_url,
     open_store,
 )
-from agent.durable.store.base import Listing, filter_name
+from agent.durable.store.base import AuditRecord, Listing, filter_name
 from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import LimitKind, RunResult, StopReason
@@ -60,7 +60,9 @@ def register(sub: Any) -> None:
     _add(sub, "start", "start a run of a catalog agent here", _start, _start_args)
     resume_help = "continue a cancelled run here from its checkpoint, or a limit stop with --more-*"
     _add(sub, "resume", resume_help, _resume, _resume_args)
-    _add(sub, "audit", "re-check the successes due for an audit with each agent's independent check", _audit)
+    audit_help = "re-check the successes due for an audit with each agent's independent check"
+    audit_help += " (--list: list the audits made and what each found)"
+    _add(sub, "audit", audit_help, _audit, _audit_args)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
     end_help = "end a run no worker holds as error (ended_by_operator): one whose agent no deployment has"
@@ -466,13 +468,86 @@ def _end(args: argparse.Namespace) -> int:
     return 0
 
 
+AUDITS_SHOWN = 50  # audits `audit --list` prints without --limit
+AUDIT_NOTE_CHARS = 200  # of an audit's note, what its line shows (--json gives it whole)
+NOT_GIVEN = (None, False)
+LIST_ONLY = ("outcome", "due", "agent", "task_type", "limit", "json")  # the options of `audit --list`
+
+
+def _audit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="make no audit: list those made, the newest verdict first, with what each found and its "
+        "run's trace id",
+    )
+    p.add_argument(
+        "--outcome",
+        choices=[str(o) for o in AuditOutcome],
+        help="with --list: only audits with this outcome (false_success: the successes found wrong)",
+    )
+    p.add_argument("--due", action="store_true", help="with --list: the audits still to make too")
+    for what in ("agent", "task type"):
+        label = what.replace(" ", "_")
+        p.add_argument(
+            f"--{what.replace(' ', '-')}",
+            type=listed(what),
+            metavar="NAME",
+            help=f"with --list: only audits of runs of this {what} (an alert's `{label}` label)",
+        )
+    p.add_argument(
+        "--limit",
+        type=above_zero(int, most=MAX_COUNT),
+        default=None,
+        metavar="N",
+        help=f"with --list: at most this many audits, newest first (default: {AUDITS_SHOWN})",
+    )
+    p.add_argument("--json", action="store_true", help="with --list: one JSON object per line")
+
+
 def _audit(args: argparse.Namespace) -> int:
+    """Make the audits that are due; with --list, list the audits instead (and make none)."""
+    if args.list:
+        return _list_audits(args)
+    if given := [f"--{name.replace('_', '-')}" for name in LIST_ONLY if getattr(args, name) not in NOT_GIVEN]:
+        raise ConfigError(
+            f"{', '.join(given)} only {'applies' if len(given) == 1 else 'apply'} to the listing of audits: "
+            "add --list to list them (`endstate audit` alone makes the audits that are due)"
+        )
     with _runner(args, create=False) as runner:
         done = asyncio.run(runner.audit_due())
     for audit in done:
         print(audit_line(audit))
     print(f"{len(done)} success audit{'' if len(done) == 1 else 's'} made")
     return 0
+
+
+def _list_audits(args: argparse.Namespace) -> int:
+    """`audit --list`: the audits made (with --due, those still to make too), the newest first."""
+    outcome = AuditOutcome(args.outcome) if args.outcome else None
+    with _store(args, create=False) as store:
+        audits = store.list_audits(
+            outcome, args.limit or AUDITS_SHOWN, agent=args.agent, task_type=args.task_type, due=args.due
+        )
+        where = store.shown
+    for audit in audits:
+        print(json_text(audit.to_dict()) if args.json else listed_audit_line(audit))
+    if not audits and not args.json:
+        what = f"{args.outcome} audits" if args.outcome else "audits" if args.due else "audits made"
+        print(f"no {what}{of_filter(args)} in {where}")
+    return 0
+
+
+def listed_audit_line(audit: AuditRecord) -> str:
+    """An audit as `audit --list` prints it: when it was checked (when it is due, for one still to
+    make), its outcome, its run, agent and task type, the run's trace id, and what it found on one line."""
+    at = local_time(audit.checked_at if audit.checked_at is not None else audit.due_at)
+    trace = f" trace {audit.trace_id}" if audit.trace_id else ""
+    note = one_line(audit.note)
+    note = note if len(note) <= AUDIT_NOTE_CHARS else note[:AUDIT_NOTE_CHARS] + "..."
+    found = f": {note}" if note else ""
+    run = f"run {audit.run_id} ({audit.agent}, {audit.task_type})"
+    return f"{at}  {audit.outcome or 'due':13}  {run}{trace}{found}"
 
 
 def audit_line(audit: Audit) -> str:

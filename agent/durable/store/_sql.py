@@ -18,6 +18,7 @@ from agent.budget import Spent
 from agent.durable.store.base import (
     CUT_OBJECTS,
     CUT_TEXTS,
+    AuditRecord,
     DamagedJournal,
     Lease,
     LeaseLost,
@@ -439,6 +440,23 @@ class SqlStore:
         checked = float(r["checked_at"]) if r["checked_at"] is not None else None
         return Audit(r["run_id"], r["agent"], r["task_type"], float(r["due_at"]), outcome, r["note"], checked)
 
+    def list_audits(
+        self,
+        outcome: AuditOutcome | None = None,
+        limit: int = 100,
+        agent: str | None = None,
+        task_type: str | None = None,
+        due: bool = False,
+    ) -> list[AuditRecord]:
+        """The audits' page is read first, filtered, ordered and cut in SQL; each of its rows then looks
+        its run's trace id up by the runs' key: at most `limit` runs read, whatever the store holds."""
+        where, params = _audits_where(outcome, agent, task_type, due)
+        order = "ORDER BY COALESCE(checked_at, due_at) DESC, run_id"
+        page = f"SELECT run_id, agent, task_type, due_at, outcome, note, checked_at FROM {AUDITS} {where}"
+        trace = f"(SELECT trace_id FROM {TABLE} r WHERE r.run_id = a.run_id) AS trace_id"
+        sql = f"SELECT a.*, {trace} FROM ({page} {order} LIMIT {int(limit)}) a {order}"
+        return [audit_record(r) for r in self._rows(sql, params, retry=True)]
+
     # -- reads ------------------------------------------------------------
 
     def now(self) -> float:
@@ -683,6 +701,28 @@ def _waiting_where(agent: str | None, task_type: str | None) -> tuple[str, list[
         if value is not None:
             where, params = f"{where} AND {column} = ?", [*params, value]
     return where, params
+
+
+def _audits_where(
+    outcome: AuditOutcome | None, agent: str | None, task_type: str | None, due: bool
+) -> tuple[str, list[Any]]:
+    """`list_audits`' WHERE clause and its parameters: the audits made (with `due`, those still to make
+    too), of `outcome`, `agent` and `task_type` when given; each value a parameter."""
+    made = [] if due or outcome is not None else ["outcome IS NOT NULL"]
+    given = {"outcome": outcome, "agent": agent, "task_type": task_type}
+    conditions = made + [f"{column} = ?" for column, value in given.items() if value is not None]
+    where = "WHERE " + " AND ".join(conditions) if conditions else ""
+    return where, [str(value) for value in given.values() if value is not None]
+
+
+def audit_record(row: Row) -> AuditRecord:
+    """A row of `list_audits`: an audit and its run's trace id."""
+    outcome = AuditOutcome(row["outcome"]) if row["outcome"] else None
+    checked = float(row["checked_at"]) if row["checked_at"] is not None else None
+    return AuditRecord(
+        row["run_id"], row["agent"], row["task_type"], float(row["due_at"]), outcome, row["note"], checked,
+        row["trace_id"],
+    )  # fmt: skip
 
 
 def review_of(row: Row) -> Review:

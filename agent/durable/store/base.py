@@ -270,6 +270,18 @@ class Review:
 
 
 @dataclass(frozen=True)
+class AuditRecord(Audit):
+    """An audit as `RunStore.list_audits` lists it: the audit, and the trace id of its run (None when the
+    run's row has none, or was pruned: its audit is kept)."""
+
+    trace_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: `outcome` null for an audit still due, `checked_at` null until it is made."""
+        return {**self.__dict__, "outcome": str(self.outcome) if self.outcome else None}
+
+
+@dataclass(frozen=True)
 class Lease:
     """Who holds a run, and for how long: each write that takes or renews it holds it `seconds`
     past the store's clock (the database's, not the worker's: workers whose clocks disagree still
@@ -368,6 +380,19 @@ class RunStore(Protocol):
     def record_audit(self, run_id: str, outcome: AuditOutcome, note: str, now: float) -> bool: ...
 
     def audit_of(self, run_id: str) -> Audit | None: ...
+
+    def list_audits(
+        self,
+        outcome: AuditOutcome | None = None,
+        limit: int = 100,
+        agent: str | None = None,
+        task_type: str | None = None,
+        due: bool = False,
+    ) -> list[AuditRecord]:
+        """The audits made, the newest verdict first (`checked_at`, then the run id), of `outcome`, `agent`
+        and `task_type` when given; with `due`, the audits still to make too (no outcome yet), each at the
+        time it is due. At most `limit`, each with its run's trace id."""
+        ...
 
     def snapshot(self, run_id: str) -> Snapshot | None:
         """The run's snapshot: its saved head and every journal entry appended so far."""
