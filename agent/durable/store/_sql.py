@@ -455,7 +455,7 @@ class SqlStore:
         page = f"SELECT run_id, agent, task_type, due_at, outcome, note, checked_at FROM {AUDITS} {where}"
         trace = f"(SELECT trace_id FROM {TABLE} r WHERE r.run_id = a.run_id) AS trace_id"
         sql = f"SELECT a.*, {trace} FROM ({page} {order} LIMIT {int(limit)}) a {order}"
-        return [audit_record(r) for r in self._rows(sql, params, retry=True)]
+        return audit_records(self._rows(sql, params, retry=True))
 
     # -- reads ------------------------------------------------------------
 
@@ -713,6 +713,20 @@ def _audits_where(
     conditions = made + [f"{column} = ?" for column, value in given.items() if value is not None]
     where = "WHERE " + " AND ".join(conditions) if conditions else ""
     return where, [str(value) for value in given.values() if value is not None]
+
+
+def audit_records(rows: list[Row]) -> list[AuditRecord]:
+    """The audits of a listing; a row this code cannot read (an outcome it does not know, written by
+    hand or by a newer release) is logged and left out, never hiding the others."""
+    records = []
+    for row in rows:
+        try:
+            records.append(audit_record(row))
+        except (ValueError, TypeError) as exc:
+            log.error(
+                "the audit of run %s cannot be read (%s); it is left out of this listing", row["run_id"], exc
+            )
+    return records
 
 
 def audit_record(row: Row) -> AuditRecord:
