@@ -72,12 +72,18 @@ class FreezableProxy:
         self._flowing = asyncio.Event()
         self._flowing.set()
         self._writers: set[asyncio.StreamWriter] = set()  # both ends of every connection, closed at stop
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._accepted, "127.0.0.1", 0)
         return int(self._server.sockets[0].getsockname()[1])
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Any:
+        """A connection, kept as it is accepted (not when its task first runs: `_stop` may cancel that
+        task before it starts, and its socket was then never closed, a `ResourceWarning` later, in
+        whichever test the collector ran); its task serves it."""
         self.connections += 1
         self._writers.add(writer)
+        return self._serve(reader, writer)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
@@ -121,14 +127,20 @@ class FreezableProxy:
         self._loop.close()
 
     async def _stop(self) -> None:
+        """Close every connection, then let its task end. Connections are ended by aborting their
+        sockets, not by cancelling their tasks: a task cancelled while it opened its upstream
+        connection, or before it started, left a socket that nothing closed (a `ResourceWarning`
+        later, in whichever test the collector ran)."""
         self._server.close()
-        for _ in range(3):  # a connection accepted as the server closed starts its task after a round
+        for _ in range(3):  # a task opening its upstream connection registers it, and a next round ends it
+            for writer in list(self._writers):
+                writer.transport.abort()
             tasks = asyncio.all_tasks() - {asyncio.current_task()}
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-        for writer in self._writers:  # a connection whose task was cancelled before its pumps closed it
-            writer.transport.abort()
+            if not tasks:
+                break
+            await asyncio.wait(tasks, timeout=1)
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:  # a task still hanging, if any
+            task.cancel()
         await self._server.wait_closed()
         for _ in range(3):  # the aborts close their sockets in callbacks: run them before the loop closes
             await asyncio.sleep(0)
