@@ -685,34 +685,39 @@ class SqlStore:
                 return pruned
 
 
+def _equals(**only: object) -> tuple[list[str], list[Any]]:
+    """`column = ?` for each column `only` names with a value (None: any), and the values: each a
+    parameter, never in the SQL's text."""
+    given = {column: str(value) for column, value in only.items() if value is not None}
+    return [f"{column} = ?" for column in given], list(given.values())
+
+
+def _where(conditions: list[str]) -> str:
+    """A WHERE clause of all `conditions` ('' for none)."""
+    return "WHERE " + " AND ".join(conditions) if conditions else ""
+
+
 def _runs_where(**only: str | None) -> tuple[str, list[Any]]:
     """`list_runs`' WHERE clause ('' for every run) of the columns `only` names with a value, and its
-    parameters: each value a parameter, never in the SQL's text."""
-    given = {column: str(value) for column, value in only.items() if value is not None}
-    if not given:
-        return "", []
-    return "WHERE " + " AND ".join(f"{column} = ?" for column in given), list(given.values())
+    parameters."""
+    conditions, params = _equals(**only)
+    return _where(conditions), params
 
 
 def _waiting_where(agent: str | None, task_type: str | None) -> tuple[str, list[Any]]:
     """The waiting runs' condition (of `agent` and `task_type`, when given) and its parameters."""
-    where, params = WAITING, list[Any]()
-    for column, value in (("agent", agent), ("task_type", task_type)):
-        if value is not None:
-            where, params = f"{where} AND {column} = ?", [*params, value]
-    return where, params
+    conditions, params = _equals(agent=agent, task_type=task_type)
+    return " AND ".join([WAITING, *conditions]), params
 
 
 def _audits_where(
     outcome: AuditOutcome | None, agent: str | None, task_type: str | None, due: bool
 ) -> tuple[str, list[Any]]:
     """`list_audits`' WHERE clause and its parameters: the audits made (with `due`, those still to make
-    too), of `outcome`, `agent` and `task_type` when given; each value a parameter."""
+    too), of `outcome`, `agent` and `task_type` when given."""
     made = [] if due or outcome is not None else ["outcome IS NOT NULL"]
-    given = {"outcome": outcome, "agent": agent, "task_type": task_type}
-    conditions = made + [f"{column} = ?" for column, value in given.items() if value is not None]
-    where = "WHERE " + " AND ".join(conditions) if conditions else ""
-    return where, [str(value) for value in given.values() if value is not None]
+    conditions, params = _equals(outcome=outcome, agent=agent, task_type=task_type)
+    return _where(made + conditions), params
 
 
 def audit_records(rows: list[Row]) -> list[AuditRecord]:
