@@ -142,21 +142,17 @@ def _json_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-def add_filter_args(p: argparse.ArgumentParser) -> None:
-    """`--agent` and `--task-type`: only the runs of that agent and task type, as an alert's labels
-    (`agent`, `task_type`) name them."""
-    p.add_argument(
-        "--agent",
-        type=listed("agent"),
-        metavar="NAME",
-        help="only runs of this agent (an alert's `agent` label)",
-    )
-    p.add_argument(
-        "--task-type",
-        type=listed("task type"),
-        metavar="NAME",
-        help="only runs of this task type (an alert's `task_type` label)",
-    )
+def add_filter_args(p: argparse.ArgumentParser, only: str = "only runs") -> None:
+    """`--agent` and `--task-type`: `only` (say, "with --list: only audits of runs") of that agent and
+    task type, as an alert's labels (`agent`, `task_type`) name them."""
+    for what in ("agent", "task type"):
+        label = what.replace(" ", "_")
+        p.add_argument(
+            f"--{what.replace(' ', '-')}",
+            type=listed(what),
+            metavar="NAME",
+            help=f"{only} of this {what} (an alert's `{label}` label)",
+        )
 
 
 def listed(what: str) -> Callable[[str], str]:
@@ -487,14 +483,7 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
         help="with --list: only audits with this outcome (false_success: the successes found wrong)",
     )
     p.add_argument("--due", action="store_true", help="with --list: the audits still to make too")
-    for what in ("agent", "task type"):
-        label = what.replace(" ", "_")
-        p.add_argument(
-            f"--{what.replace(' ', '-')}",
-            type=listed(what),
-            metavar="NAME",
-            help=f"with --list: only audits of runs of this {what} (an alert's `{label}` label)",
-        )
+    add_filter_args(p, "with --list: only audits of runs")
     p.add_argument(
         "--limit",
         type=above_zero(int, most=MAX_COUNT),
