@@ -159,3 +159,13 @@ def test_a_sender_that_stalls_is_dropped() -> None:
         sender.sendall(b'POST /page HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"alerts"')
         answer = sender.makefile("rb").readline()
     assert answer.startswith(b"HTTP/1.0 408 ")
+
+
+def test_a_body_without_a_length_is_refused() -> None:
+    """Chunked, or no length at all: 411 (Alertmanager sends a Content-Length), not read until the
+    sender closes."""
+    chunked = b"POST /page HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+    with pager() as where, socket.create_connection(where, timeout=60) as sender:
+        sender.sendall(chunked)
+        answer = sender.makefile("rb").readline()
+    assert answer.startswith(b"HTTP/1.0 411 ")
