@@ -24,6 +24,7 @@ from agent.errors import ConfigError, EndstateError
 from agent.examples.scenarios import SCENARIOS, Scenario
 from agent.service.server import port_number, positive_int
 from agent.summary import plural
+from agent.text import one_line
 
 # modules with `register(subparsers)` adding more commands
 OFFLINE_TRACES = ".endstate/traces.jsonl"  # where demo spans go when no OTLP endpoint is set
@@ -53,13 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 class OneLine(logging.Formatter):
     """A log record as a person at the terminal reads it: `endstate: warning: what happened: why`,
-    the exception's own words and no traceback."""
+    the exception's own words and no traceback, on one line: what it quotes from a store's row (a run
+    id edited by hand) may hold line breaks or escape sequences, printed escaped (`one_line`)."""
 
     def format(self, record: logging.LogRecord) -> str:
         text = f"endstate: {record.levelname.lower()}: {record.getMessage()}"
         if record.exc_info and (exc := record.exc_info[1]) is not None:
             text += f": {exc}" if str(exc) else f": {type(exc).__name__}"
-        return text
+        return one_line(text)
 
 
 def say_logs_in_lines() -> None:

@@ -45,7 +45,15 @@ from agent.durable.store.urls import shown_url
 from agent.errors import ConfigError
 from agent.result import LimitKind, RunResult, StopReason
 from agent.summary import plural
-from agent.text import LONE_SURROGATE, NotStandardJSON, json_text, lookalikes, one_line, strict_json
+from agent.text import (
+    LONE_SURROGATE,
+    NotStandardJSON,
+    json_text,
+    lookalikes,
+    one_line,
+    strict_json,
+    visible,
+)
 
 PENDING_PAGE = 500  # waiting runs `endstate pending` reads at a time
 
@@ -531,12 +539,19 @@ def listed_audit_line(audit: AuditRecord) -> str:
     """An audit as `audit --list` prints it: when it was checked (when it is due, for one still to
     make), its outcome, its run, agent and task type, the run's trace id, and what it found on one line."""
     at = local_time(audit.checked_at if audit.checked_at is not None else audit.due_at)
-    trace = f" trace {audit.trace_id}" if audit.trace_id else ""
+    trace = f" trace {plain(audit.trace_id)}" if audit.trace_id else ""
     note = one_line(audit.note)
     note = note if len(note) <= AUDIT_NOTE_CHARS else note[:AUDIT_NOTE_CHARS] + "..."
     found = f": {note}" if note else ""
-    run = f"run {audit.run_id} ({audit.agent}, {audit.task_type})"
+    run = f"run {plain(audit.run_id)} ({plain(audit.agent)}, {plain(audit.task_type)})"
     return f"{at}  {audit.outcome or 'due':13}  {run}{trace}{found}"
+
+
+def plain(name: str) -> str:
+    """A run id, agent, task type or trace id as a listing prints it: what a terminal would act on or
+    not show as itself (an escape sequence, a line break, a bidi mark) escaped. Endstate writes none
+    such, but a row edited by hand, or another program's, may hold them."""
+    return visible(name).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def audit_line(audit: Audit) -> str:
@@ -645,7 +660,7 @@ def run_line(r: RunRecord) -> str:
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "") if r.stop_reason else "-"
     turns = "turn " if r.turns == 1 else "turns"
     return (
-        f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {r.status:9} {reason:14} "
+        f"{plain(r.run_id):32}  {plain(r.agent):20} {plain(r.task_type):16} {r.status:9} {reason:14} "
         f"{r.turns:>3} {turns}  {dollars(r.cost_usd):>7}  {local_time(r.started_at)}"
     )
 
@@ -672,7 +687,7 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
     due += f" ({local_time(r.deadline or now)})"
     lines = [
-        f"{r.run_id}  {r.agent} ({r.task_type}), waiting {waited}; {due}",
+        f"{plain(r.run_id)}  {plain(r.agent)} ({plain(r.task_type)}), waiting {waited}; {due}",
         f"    {one_line(r.question or '')}",
     ]
     if r.refused:  # the last answer given was not taken: its giver reads why here
@@ -685,13 +700,17 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
         late = late or f"too late to answer: `endstate recover{on}` ends it under its help policy"
         lines.append(f"    -> {late}")
     else:  # for an approval, the question names the call and its arguments
-        lines.append(f"    -> {answer_command(r.run_id, r.pending is not None, on)}")
+        lines.append(f"    -> {answer_command(plain(r.run_id), r.pending is not None, on)}")
     return "\n".join(lines)
 
 
 def local_time(timestamp: float) -> str:
-    """This machine's local time with its offset from UTC: `2026-09-14 10:30:00 +0200`."""
-    return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(timestamp))
+    """This machine's local time with its offset from UTC: `2026-09-14 10:30:00 +0200`; a time no clock
+    shows (a row edited by hand: 1e308, infinity) said as it is, not a traceback."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(timestamp))
+    except (OverflowError, OSError, ValueError):
+        return f"(no such time: {timestamp!r})"
 
 
 def result_line(
