@@ -40,7 +40,7 @@ from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
 from agent.service.briefing import Step, last_steps, steps_of
-from agent.service.config import Service
+from agent.service.config import Service, trace_link
 from agent.service.http import Problem, notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
@@ -177,9 +177,10 @@ class ReviewPages:
             )
         total = sum(n for a, t, n in counts if view.agent in (None, a) and view.task_type in (None, t))
         steps = await run_in_threadpool(lambda: [steps_of(self.store, r)[0] for r in records])
-        reviewer = _reviewer(request)
+        reviewer, traces = _reviewer(request), self.service.trace_url
         items = [
-            run_card(r, s, view, CARD_CHARS) + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
+            run_card(r, s, view, CARD_CHARS, traces)
+            + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
             for r, s in zip(records, steps, strict=True)
         ]
         body = page_html(
@@ -267,7 +268,7 @@ class ReviewPages:
         labels = await run_in_threadpool(self.store.reviews, 0, [run_id])
         view = View(path=QUEUE)
         form = label_form(record, view, reviewer, again=bool(labels)) if is_in else ""
-        card = run_card(record, steps, view) + _history(labels)
+        card = run_card(record, steps, view, trace_url=self.service.trace_url) + _history(labels)
         card += form if record.status == "finished" else ""
         case = await self._case_section(record, labels, is_in)
         return f'<article class="run review" {_ids(record)}>{card}</article>\n{case}'
@@ -461,9 +462,11 @@ def reason_filter(view: View) -> str:
     return f'<nav class="filters filter-reason">Stop: {" ".join(links)}</nav>'
 
 
-def run_card(r: RunRecord, steps: list[Step], view: View, most: int | None = None) -> str:
-    """A finished run: who, the task, how it stopped and why, what it did (of the task and the cause,
-    the first `most` characters when given: `_shown`)."""
+def run_card(
+    r: RunRecord, steps: list[Step], view: View, most: int | None = None, trace_url: str | None = None
+) -> str:
+    """A finished run: who, the task, how it stopped and why, its trace (linked with `trace_url`),
+    what it did (of the task and the cause, the first `most` characters when given: `_shown`)."""
     e = escape
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
@@ -478,8 +481,18 @@ def run_card(r: RunRecord, steps: list[Step], view: View, most: int | None = Non
   <p class="task">{e(task)}</p>{task_cut}
   <p class="stop">Stopped: <code>{e(stop)}</code> after {r.turns} turn{"" if r.turns == 1 else "s"},
   ended {e(when(ended))} ({ago} ago)</p>
-  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>{cause_cut}
+  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>{cause_cut}{trace_line(r, trace_url)}
   {steps_section(r.summary, steps, "What it did", "did")}"""
+
+
+def trace_line(r: RunRecord, template: str | None) -> str:
+    """The run's trace id, linked to `template`'s address of it when one is set; nothing without an id."""
+    if not r.trace_id:
+        return ""
+    e, url = escape, trace_link(template, r.trace_id)
+    shown = f'<code class="trace-id">{e(r.trace_id)}</code>'
+    opened = f' <a class="trace-link" href="{e(url)}" rel="noreferrer">Open the trace</a>' if url else ""
+    return f'\n  <p class="trace">Trace: {shown}{opened}</p>'
 
 
 def _shown(r: RunRecord, text: str, most: int | None) -> tuple[str, str]:
