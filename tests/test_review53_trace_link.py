@@ -160,3 +160,30 @@ def test_serves_help_names_the_option_and_its_environment_variable(
     told = " ".join(capsys.readouterr().out.split())
     assert "--trace-url TEMPLATE" in told and "$ENDSTATE_TRACE_URL" in told
     assert "ENDSTATE_TRACE_URL (the trace link of the inbox's review pages)" in told
+
+
+def test_the_compose_files_trace_link_opens_the_trace_in_its_grafanas_tempo() -> None:
+    """The agent's ENDSTATE_TRACE_URL is taken by `serve`, on Grafana's published port, and its
+    Explore pane asks the provisioned Tempo data source (its uid) for the trace id, by TraceQL."""
+    import json
+    from urllib.parse import parse_qs, urlsplit
+
+    import yaml
+
+    from agent.service.config import trace_link, trace_url
+
+    root = Path(__file__).resolve().parents[1]
+    stack = yaml.safe_load((root / "docker-compose.yml").read_text())
+    sources = yaml.safe_load((root / "dashboards/provisioning/datasources/datasources.yml").read_text())
+    tempo = next(s["uid"] for s in sources["datasources"] if s["type"] == "tempo")
+    template = trace_url(stack["services"]["agent"]["environment"]["ENDSTATE_TRACE_URL"])
+    assert template is not None
+    link = urlsplit(trace_link(template, HEX) or "")
+    assert f"127.0.0.1:{link.port}:3000" in stack["services"]["grafana"]["ports"] and link.path == "/explore"
+    query = parse_qs(link.query)
+    assert query["schemaVersion"] == ["1"]
+    (pane,) = json.loads(query["panes"][0]).values()
+    assert pane["datasource"] == tempo
+    assert pane["queries"] == [
+        {"refId": "A", "datasource": {"type": "tempo", "uid": tempo}, "queryType": "traceql", "query": HEX}
+    ]
