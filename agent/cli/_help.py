@@ -51,7 +51,8 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "ENDSTATE_HOST, ENDSTATE_PORT (where to listen); "
     "ENDSTATE_READY_TIMEOUT, ENDSTATE_MAX_RUNNING, ENDSTATE_FIRST_SCRAPE_WAIT (as their options say); "
     "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH; "
-    "ENDSTATE_CASES_DIR (where the inbox promotes eval cases)",
+    "ENDSTATE_CASES_DIR (where the inbox promotes eval cases); "
+    "ENDSTATE_TRACE_URL (the trace link of the inbox's review pages)",
     "review": STORE,
     "review label": STORE,
     "review promote": f"{STORE}; ENDSTATE_CATALOG (the catalog a run's agent comes from)",

@@ -32,7 +32,8 @@ def add_review(sub: Any) -> None:
         "review",
         help="list the runs to review; label them; promote them to eval cases",
         description="Without a subcommand: the finished runs no one has labelled yet that stopped as "
-        "gave_up, limit, no_progress or error, and a sample of the successes, oldest first.",
+        "gave_up, limit, no_progress or error, and a sample of the successes, oldest first (--order "
+        "newest: the latest first); each with its trace id.",
     )
     _store_arg(p)
     p.add_argument(
@@ -49,6 +50,13 @@ def add_review(sub: Any) -> None:
         f"{review.DEFAULT_SUCCESS_SHARE}, and 0 with --reason)",
     )
     p.add_argument("--limit", type=above_zero(int, most=MAX_COUNT), default=50, help="at most this many runs")
+    p.add_argument(
+        "--order",
+        choices=("oldest", "newest"),
+        default="oldest",
+        help="oldest: the runs that ended longest ago first, a queue to work through (default); newest: "
+        "the latest first, as in an incident (the inbox's review page: ?order=newest)",
+    )
     add_filter_args(p)
     p.add_argument("--json", action="store_true", help="one JSON object per run")
     p.set_defaults(handler=run_queue)
@@ -147,7 +155,7 @@ def run_queue(args: argparse.Namespace) -> int:
         share = 0.0 if args.reason else review.DEFAULT_SUCCESS_SHARE
     only = {"agent": args.agent, "task_type": args.task_type}
     with _store(args) as store:
-        runs = review.queue(store, reasons, share, args.limit, **only)
+        runs = review.queue(store, reasons, share, args.limit, order=args.order, **only)
         counts = review.queue_counts(store, reasons, share)
         total = sum(n for a, t, n in counts if args.agent in (None, a) and args.task_type in (None, t))
         where = store.shown
@@ -164,7 +172,7 @@ def run_queue(args: argparse.Namespace) -> int:
         plural(total, "run") if total <= len(runs) else f"{len(runs)} of {total} runs (--limit {args.limit})"
     )
     print(
-        f"\n{shown} to review, oldest first. "
+        f"\n{shown} to review, {args.order} first. "
         f"Label one: endstate review label RUN_ID {{{','.join(review.Label)}}}{store_on(args)}"
     )
     return 0
@@ -203,13 +211,17 @@ def run_prune(args: argparse.Namespace) -> int:
 
 
 def queue_line(r: Any) -> str:
-    """One run to review: id, agent, how it stopped, and its note."""
+    """One run to review: id, agent, how it stopped, when, its trace id (`-`: none), and its note."""
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "")
     ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ended_at or r.updated_at))
     note = one_line(r.note or r.output or r.summary)
     note = note if len(note) <= 80 else note[:77] + "..."
     turns = "turn " if r.turns == 1 else "turns"  # aligned with "turns"
-    return f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} {turns}  {ended}  {note}"
+    trace = one_line(r.trace_id or "-")  # as the store holds it: 32 hex digits, or anything
+    return (
+        f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} {turns}  {ended}  "
+        f"{trace:32}  {note}"
+    )
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -58,6 +59,7 @@ class Service:
     upkeep_interval: float = UPKEEP_EVERY
     cases_dir: Path | None = None  # where the inbox's promote writes eval cases (--cases-dir); None: nowhere
     catalog_spec: str | None = None  # the catalog as named (--catalog), written into promoted cases
+    trace_url: str | None = None  # a run's trace link, `{trace_id}` in it (--trace-url, `trace_url`)
     # with metrics: whether /metrics was read yet (telemetry's MetricsHooks.scraped); recovery at start
     # waits for that up to `first_scrape_wait` seconds, so the counters are read at zero before it
     scraped: Callable[[], bool] | None = None
@@ -265,6 +267,48 @@ async def first_scrape(scraped: Callable[[], bool], wait: float, then: str) -> N
             log.warning("/metrics was not read within %g s of the start: %s now", wait, then)
             return
         await asyncio.sleep(0.1)
+
+
+TRACE_ID = "{trace_id}"  # where a trace link template takes the run's trace id
+
+
+def trace_url(template: str | None) -> str | None:
+    """A trace link template (`serve --trace-url`, or `$ENDSTATE_TRACE_URL`) checked at start: an
+    http(s) address with `{trace_id}` in it and no other braces (a Grafana Explore address has its
+    JSON's braces percent-encoded: %7B, %7D). None (or empty): no link."""
+    if not template:
+        return None
+    problem = _trace_url_problem(template)
+    if problem:
+        raise ConfigError(
+            f"--trace-url (or $ENDSTATE_TRACE_URL) {template[:200]!r}: {problem}; give an http(s) address "
+            f"with {TRACE_ID} where the run's trace id goes, e.g. https://tempo.example.com/trace/{TRACE_ID}"
+        )
+    return template
+
+
+def _trace_url_problem(template: str) -> str:
+    """What is wrong with a trace link template ('' when nothing is)."""
+    try:
+        parts = urlsplit(template)
+    except ValueError as exc:  # a bracket left open: `http://[::1/trace`
+        return f"it is not an address ({exc})"
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return "it is not an http:// or https:// address with a host"
+    if not template.isprintable() or any(c.isspace() for c in template):
+        return "it holds spaces or control characters (percent-encode them: %20)"
+    if TRACE_ID not in template:
+        return f"it does not say where the trace id goes: put {TRACE_ID} in it"
+    if "{" in parts.netloc:  # the link's host is the operator's, never one a run's trace id names
+        return f"{TRACE_ID} is in its host: put it in the path or the query"
+    if "{" in template.replace(TRACE_ID, "") or "}" in template.replace(TRACE_ID, ""):
+        return f"it has braces other than {TRACE_ID} (percent-encode them: %7B and %7D)"
+    return ""
+
+
+def trace_link(template: str | None, trace_id: str) -> str | None:
+    """The address of trace `trace_id`: `template` with the id percent-encoded in it; None: no template."""
+    return None if template is None else template.replace(TRACE_ID, quote(trace_id, safe=""))
 
 
 def allowed_hosts(listen_host: str, extra: Iterable[str] = ()) -> frozenset[str]:

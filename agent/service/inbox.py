@@ -416,6 +416,7 @@ class View:
     refresh: bool = True
     path: str = "/inbox"  # the list shown: the pending list or the review queue
     reason: str | None = None  # the review queue's runs that stopped for this reason only
+    order: str | None = None  # the review queue's "newest" first (None: oldest first)
 
     @classmethod
     def of(cls, request: Request, path: str = "/inbox") -> View:
@@ -434,6 +435,7 @@ class View:
             "page": self.page if self.page > 1 else None,
             "refresh": None if self.refresh else "off",
             "reason": self.reason,
+            "order": self.order,
         } | changes
         query = urlencode({k: v for k, v in params.items() if v is not None})
         return f"{path}?{query}" if query else path
@@ -640,16 +642,19 @@ def past_last(view: View, holds: str, what: str = "run") -> str:
 
 
 def pages(view: View, size: int, total: int) -> str:
-    """Links to the older and newer pages, when there are any (page 1 holds the oldest requests)."""
-    links = []
+    """Links to the older and newer pages, when there are any (page 1 holds the oldest requests; the
+    newest, in the review queue's `order=newest`)."""
+    newest = view.order == "newest"
+    links, (before, after) = [], ("Newer", "Older") if newest else ("Older", "Newer")
     if view.page > 1:
-        links.append(f'<a href="{escape(view.url(page=view.page - 1))}" rel="prev">Older</a>')
+        links.append(f'<a href="{escape(view.url(page=view.page - 1))}" rel="prev">{before}</a>')
     if view.page * size < total:
-        links.append(f'<a href="{escape(view.url(page=view.page + 1))}" rel="next">Newer</a>')
+        links.append(f'<a href="{escape(view.url(page=view.page + 1))}" rel="next">{after}</a>')
     if not links:
         return ""
     first, last = min(total, (view.page - 1) * size + 1), min(total, view.page * size)
-    return f'<nav class="pages">Runs {first}-{last} of {total}, oldest first: {" ".join(links)}</nav>'
+    held = f"Runs {first}-{last} of {total}, {'newest' if newest else 'oldest'} first"
+    return f'<nav class="pages">{held}: {" ".join(links)}</nav>'
 
 
 def _refresh(view: View) -> tuple[str, str]:

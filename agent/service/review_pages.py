@@ -40,7 +40,7 @@ from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
 from agent.service.briefing import Step, last_steps, steps_of
-from agent.service.config import Service
+from agent.service.config import Service, trace_link
 from agent.service.http import Problem, notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
@@ -172,13 +172,15 @@ class ReviewPages:
                     offset=offset,
                     agent=view.agent,
                     task_type=view.task_type,
+                    order=view.order or "oldest",
                 )
             )
         total = sum(n for a, t, n in counts if view.agent in (None, a) and view.task_type in (None, t))
         steps = await run_in_threadpool(lambda: [steps_of(self.store, r)[0] for r in records])
-        reviewer = _reviewer(request)
+        reviewer, traces = _reviewer(request), self.service.trace_url
         items = [
-            run_card(r, s, view, CARD_CHARS) + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
+            run_card(r, s, view, CARD_CHARS, traces)
+            + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
             for r, s in zip(records, steps, strict=True)
         ]
         body = page_html(
@@ -188,8 +190,8 @@ class ReviewPages:
             count=total,
             notice=notice(message, "notice") + _done_link(request, message) + notice(error, "error") + kept,
             session=session(is_in),
-            refresh_note=_QUEUE_INTRO,
-            filters=filters(counts, view) + reason_filter(view),
+            refresh_note=_queue_intro(view),
+            filters=filters(counts, view) + reason_filter(view) + order_switch(view),
             items="\n".join(
                 f'<article class="run review" {_ids(r)}>{i}</article>'
                 for r, i in zip(records, items, strict=True)
@@ -266,9 +268,8 @@ class ReviewPages:
         labels = await run_in_threadpool(self.store.reviews, 0, [run_id])
         view = View(path=QUEUE)
         form = label_form(record, view, reviewer, again=bool(labels)) if is_in else ""
-        card = (
-            run_card(record, steps, view) + _history(labels) + (form if record.status == "finished" else "")
-        )
+        card = run_card(record, steps, view, trace_url=self.service.trace_url) + _history(labels)
+        card += form if record.status == "finished" else ""
         case = await self._case_section(record, labels, is_in)
         return f'<article class="run review" {_ids(record)}>{card}</article>\n{case}'
 
@@ -376,6 +377,7 @@ class ReviewPages:
                 request, error="Sign in with the service token first.", status=401, kept=kept
             )
         form = await form_of(request)
+        back = queue_view(request)  # the queue as it was shown (its order too); a bad one: 400, no label
         kept, by, note = not_sent(form, NOTE), form.get("by", "").strip(), form.get("note", "")
         if not by:  # a name too long, or a note, is refused by `review.label`, as `endstate review label` is
             problem = f"Say who you are (your name, at most {MAX_NAME} characters) with the label."
@@ -390,7 +392,7 @@ class ReviewPages:
             return await self.render_queue(request, error=str(exc), status=status_of(exc), kept=kept)
         said = f"Labelled run {given.run_id} {given.label} (by {given.by}); it left the queue."
         signed = notice_params(self.service.token, said)
-        response = RedirectResponse(View.of(request, QUEUE).url(done=given.run_id, **signed), 303)
+        response = RedirectResponse(back.url(done=given.run_id, **signed), 303)
         remember(response, request, by)
         return response
 
@@ -430,13 +432,27 @@ class ReviewPages:
 
 
 def queue_view(request: Request) -> View:
-    """The queue's view: the inbox's filters, and `reason` (one of the queue's stop reasons) when given."""
+    """The queue's view: the inbox's filters, `reason` (one of the queue's stop reasons) when given,
+    and `order=newest` for the latest runs first."""
     view = View.of(request, QUEUE)
     reason = request.query_params.get("reason") or None
     if reason is not None and reason not in _REASONS:
         known = ", ".join(_REASONS)
         raise Problem(400, f"reason {reason[:40]!r} is not a stop the review queue holds: use one of {known}")
-    return replace(view, reason=reason)
+    order = request.query_params.get("order") or "oldest"
+    if order not in ORDERS:
+        raise Problem(400, f"order {order[:40]!r} is not an order of the review queue: use oldest or newest")
+    return replace(view, reason=reason, order=None if order == "oldest" else order)
+
+
+def order_switch(view: View) -> str:
+    """Links to the queue oldest first (the queue, the default) and newest first (as in an incident)."""
+    newest = view.order == "newest"
+    links = [
+        link(view.url(order=None, page=None), "oldest first", not newest),
+        link(view.url(order="newest", page=None), "newest first", newest),
+    ]
+    return f'<nav class="filters filter-order">Order: {" ".join(links)}</nav>'
 
 
 def reason_filter(view: View) -> str:
@@ -446,9 +462,11 @@ def reason_filter(view: View) -> str:
     return f'<nav class="filters filter-reason">Stop: {" ".join(links)}</nav>'
 
 
-def run_card(r: RunRecord, steps: list[Step], view: View, most: int | None = None) -> str:
-    """A finished run: who, the task, how it stopped and why, what it did (of the task and the cause,
-    the first `most` characters when given: `_shown`)."""
+def run_card(
+    r: RunRecord, steps: list[Step], view: View, most: int | None = None, trace_url: str | None = None
+) -> str:
+    """A finished run: who, the task, how it stopped and why, its trace (linked with `trace_url`),
+    what it did (of the task and the cause, the first `most` characters when given: `_shown`)."""
     e = escape
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
@@ -463,8 +481,18 @@ def run_card(r: RunRecord, steps: list[Step], view: View, most: int | None = Non
   <p class="task">{e(task)}</p>{task_cut}
   <p class="stop">Stopped: <code>{e(stop)}</code> after {r.turns} turn{"" if r.turns == 1 else "s"},
   ended {e(when(ended))} ({ago} ago)</p>
-  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>{cause_cut}
+  <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>{cause_cut}{trace_line(r, trace_url)}
   {steps_section(r.summary, steps, "What it did", "did")}"""
+
+
+def trace_line(r: RunRecord, template: str | None) -> str:
+    """The run's trace id, linked to `template`'s address of it when one is set; nothing without an id."""
+    if not r.trace_id:
+        return ""
+    e, url = escape, trace_link(template, r.trace_id)
+    shown = f'<code class="trace-id">{e(r.trace_id)}</code>'
+    opened = f' <a class="trace-link" href="{e(url)}" rel="noreferrer">Open the trace</a>' if url else ""
+    return f'\n  <p class="trace">Trace: {shown}{opened}</p>'
 
 
 def _shown(r: RunRecord, text: str, most: int | None) -> tuple[str, str]:
@@ -619,12 +647,19 @@ def _later_earlier(view: View, more: bool) -> str:
 
 
 _REASONS = tuple(str(r) for r in review.QUEUE_REASONS)
-_QUEUE_INTRO = (
-    '<p class="intro">Finished runs no one has labelled yet that stopped as <code>gave_up</code>, '
-    "<code>limit</code>, <code>no_progress</code> or <code>error</code>, and a steady sample of "
-    f"{review.DEFAULT_SUCCESS_SHARE:.0%} of the successes (a success can be false too); oldest first. "
-    "A label takes a run out of the queue; <code>endstate review</code> lists the same runs.</p>"
-)
+ORDERS = ("oldest", "newest")  # of the queue (`?order=`, `endstate review --order`)
+
+
+def _queue_intro(view: View) -> str:
+    first = "newest first" if view.order == "newest" else "oldest first"
+    return (
+        '<p class="intro">Finished runs no one has labelled yet that stopped as <code>gave_up</code>, '
+        "<code>limit</code>, <code>no_progress</code> or <code>error</code>, and a steady sample of "
+        f"{review.DEFAULT_SUCCESS_SHARE:.0%} of the successes (a success can be false too); {first}. "
+        "A label takes a run out of the queue; <code>endstate review</code> lists the same runs.</p>"
+    )
+
+
 _COLUMNS = ("Run", "Agent", "Task type", "Label", "By", "When", "Note", "Case")
 _NOT_AN_ID = (
     "No run has the id this address names: a run id is 1-64 ASCII letters, digits, '_', '-' or '.'. "

@@ -20,7 +20,7 @@ from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
 from agent.service.auth import Token, load_token
-from agent.service.config import READY_TIMEOUT, Service, is_loopback
+from agent.service.config import READY_TIMEOUT, Service, is_loopback, trace_url
 from agent.service.throttle import FAILED_LIMIT, FAILED_WINDOW, Throttle
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ ENV_CASES_DIR = "ENDSTATE_CASES_DIR"
 ENV_FIRST_SCRAPE_WAIT = "ENDSTATE_FIRST_SCRAPE_WAIT"
 ENV_MAX_RUNNING = "ENDSTATE_MAX_RUNNING"
 ENV_READY_TIMEOUT = "ENDSTATE_READY_TIMEOUT"
+ENV_TRACE_URL = "ENDSTATE_TRACE_URL"
 
 READ_AUTH_HELP = (
     "who may read runs, the pending list and the inbox: 'token' (the token is needed), 'open' "
@@ -171,6 +172,16 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         f"case file is never overwritten); without it the inbox only shows and downloads cases "
         f"(default: ${ENV_CASES_DIR}, else none)",
     )
+    p.add_argument(
+        "--trace-url",
+        type=given,
+        default=os.environ.get(ENV_TRACE_URL) or None,
+        metavar="TEMPLATE",
+        help="link each run's trace id on the inbox's review pages to this http(s) address, {trace_id} "
+        "in it standing for the id (percent-encoded), e.g. a Grafana Explore address of your Tempo "
+        f"data source (see README); without it the pages show the id alone (default: ${ENV_TRACE_URL}, "
+        "else none)",
+    )
 
 
 class _Given(argparse.Action):
@@ -223,6 +234,7 @@ def serve(args: argparse.Namespace) -> int:
     from telemetry import Telemetry
 
     read_token = reads_need_token(args.host, args.read_auth)  # bad settings said before anything is made
+    trace_url(args.trace_url)
     check_port_free(args.host, args.port)
     logging.basicConfig(  # in place of the command line's one-line handler: an operator's log
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
@@ -275,6 +287,7 @@ def _service(
         page_size=args.page_size,
         cases_dir=cases_dir(args.cases_dir),
         catalog_spec=args.catalog or os.environ.get(ENV_CATALOG) or None,
+        trace_url=trace_url(args.trace_url),
         scraped=telemetry.metrics.scraped,
         first_scrape_wait=args.first_scrape_wait,
         max_running=args.max_running,

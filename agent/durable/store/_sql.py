@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from agent._codec import encode_entry
 from agent.audit import Audit, AuditOutcome
@@ -630,7 +630,10 @@ class SqlStore:
         offset: int = 0,
         agent: str | None = None,
         task_type: str | None = None,
+        order: Literal["oldest", "newest"] = "oldest",
     ) -> list[RunRecord]:
+        if order not in ("oldest", "newest"):
+            raise ValueError(f"the review queue's order is 'oldest' or 'newest', not {order!r}")
         where, params = _queue_where(reasons, success_share)
         for column, value in (("agent", agent), ("task_type", task_type)):
             if value is not None:
@@ -639,7 +642,8 @@ class SqlStore:
         unlimited = " LIMIT -1" if self.dialect == "sqlite" else ""  # SQLite has no OFFSET without LIMIT
         cap = f" LIMIT {int(limit)}" if limit is not None else unlimited
         page = f"{cap} OFFSET {int(offset)}" if offset else cap
-        sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} r WHERE {where} ORDER BY ended_at, run_id{page}"
+        by = "ended_at DESC, run_id DESC" if order == "newest" else "ended_at, run_id"
+        sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} r WHERE {where} ORDER BY {by}{page}"
         return records_of(self._rows(sql, params, retry=True))
 
     def review_counts(

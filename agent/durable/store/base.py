@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import orjson
 
@@ -447,10 +447,11 @@ class RunStore(Protocol):
         offset: int = 0,
         agent: str | None = None,
         task_type: str | None = None,
+        order: Literal["oldest", "newest"] = "oldest",
     ) -> list[RunRecord]:
-        """Finished runs no one labelled yet, oldest end first: those that stopped for one of
-        `reasons`, and a stable sample of about `success_share` of the successes; `limit` of them
-        from `offset`, of `agent` and `task_type` when given."""
+        """Finished runs no one labelled yet, oldest end first (`order="newest"`: latest end first):
+        those that stopped for one of `reasons`, and a stable sample of about `success_share` of the
+        successes; `limit` of them from `offset`, of `agent` and `task_type` when given."""
         ...
 
     def review_counts(
