@@ -77,6 +77,9 @@ def test_a_run_started_by_temporals_own_tools_shows_by_its_agent_and_task_and_go
         ('{"agent": 5, "task": "Pay"}', "agent is not"),
         ('{"agent": "payer", "task": "Pay", "state": [1]}', "state is not"),
         ('{"agent": "payer", "task": "Pay", "task_type": "' + "t" * 3000 + '"}', "task_type is not"),
+        # 800 bytes of UTF-8 but 2,402 as Temporal counts a keyword (its JSON: `\u00e9`): was a run for ever
+        ('{"agent": "payer", "task": "Pay", "task_type": "' + "\u00e9" * 400 + '"}', "task_type is not"),
+        ('{"agent": "' + "\u00e9" * 400 + '", "task": "Pay"}', "agent is not"),
     ],
 )
 def test_a_start_by_hand_that_is_no_run_ends_at_once_as_error_saying_what_it_must_be(

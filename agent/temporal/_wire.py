@@ -99,6 +99,13 @@ MAX_HISTORY_BYTES = 40_000_000
 MAX_HISTORY_EVENTS = 40_000
 MAX_BLOCK_BYTES = 1_000_000  # a tool result's content blocks: room left in its payload for the run's state
 
+
+def keyword_fits(value: str) -> bool:
+    """Whether Temporal takes `value` as a keyword search attribute (an agent, a task type): it counts the
+    value's JSON payload, as the SDK writes it (`é` is six bytes there, `\\u00e9`, and the quotes two)."""
+    return len(json.dumps(value)) <= MAX_KEYWORD_BYTES
+
+
 # A model call, a verification, and a tool call that reads the run's calls, name each text longer than this
 # (a tool result, the task, a reply's text, a call's arguments, a provider block) by its digest only: the
 # worker keeps the texts it made or was sent, and answers `{"missing": [...]}` for those it lacks, which

@@ -827,10 +827,10 @@ def _check_label(what: str, value: object) -> None:
     """An agent's name or a task type: text, short enough to be a Temporal search attribute."""
     if not is_text(value):
         raise ConfigError(f"{what} must be a non-empty string, not {value!r:.60}")
-    if len(value.encode("utf-8", "surrogatepass")) > MAX_KEYWORD_BYTES:
+    if not w.keyword_fits(value):
         raise ConfigError(
-            f"{what} {value[:40]!r}... is over {MAX_KEYWORD_BYTES:,} bytes, which Temporal refuses in a "
-            "search attribute: use a short name"
+            f"{what} {value[:40]!r}... is over {MAX_KEYWORD_BYTES:,} bytes as Temporal counts a search "
+            "attribute (its JSON, where a letter beyond ASCII takes six), which it refuses: use a short name"
         )
 
 

@@ -929,14 +929,15 @@ def _start_problem(start: Any) -> str | None:
         return (
             f"the workflow's input must be {START_SHAPE}: {', '.join(wrong)} "
             f"{'is' if len(wrong) == 1 else 'are'} not (a name is text of at most "
-            f"{w.MAX_KEYWORD_BYTES:,} bytes)"
+            f"{w.MAX_KEYWORD_BYTES:,} bytes as Temporal counts them: its JSON, where a letter beyond ASCII "
+            "takes six)"
         )
     return None
 
 
 def _label(value: Any) -> bool:
     """A name Temporal takes as a keyword search attribute (an agent, a task type)."""
-    return is_text(value) and len(value.encode("utf-8", "surrogatepass")) <= w.MAX_KEYWORD_BYTES
+    return is_text(value) and w.keyword_fits(value)
 
 
 def _count_of(value: Any) -> int:
