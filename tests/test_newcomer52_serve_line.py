@@ -9,13 +9,16 @@ import pytest
 from agent.service.config import allowed_hosts, reads_need_token
 from agent.service.server import say_serving
 
+ANY = "reads are open to whoever reaches any of this machine's addresses (--read-auth open)"
+
 
 @pytest.mark.parametrize(
     ("host", "read_auth", "said"),
     [
         ("127.0.0.1", "auto", "reads are open (loopback)"),
         ("0.0.0.0", "auto", "reads need the token"),
-        ("0.0.0.0", "open", "reads are open to whoever reaches 0.0.0.0 (--read-auth open)"),
+        ("0.0.0.0", "open", ANY),
+        ("::", "open", ANY),
         ("192.0.2.7", "open", "reads are open to whoever reaches 192.0.2.7 (--read-auth open)"),
     ],
 )

@@ -311,11 +311,14 @@ def trace_link(template: str | None, trace_id: str) -> str | None:
     return None if template is None else template.replace(TRACE_ID, quote(trace_id, safe=""))
 
 
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})  # hosts that listen on every address of the machine
+
+
 def allowed_hosts(listen_host: str, extra: Iterable[str] = ()) -> frozenset[str]:
     """The `Host` names to serve: loopback names, the address listened on (unless a wildcard
     such as 0.0.0.0), and `extra` (names clients use: `agent`, `inbox.example.com`; `*` for any)."""
     names = {host_name(h) for h in [listen_host, *extra] if h.strip()}
-    return frozenset((names - {"0.0.0.0", "::", ""}) | LOOPBACK_HOSTS)
+    return frozenset((names - WILDCARDS) | LOOPBACK_HOSTS)
 
 
 def reads_need_token(listen_host: str, mode: str = "auto") -> bool:

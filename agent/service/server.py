@@ -20,7 +20,7 @@ from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
 from agent.service.auth import Token, load_token
-from agent.service.config import READY_TIMEOUT, Service, is_loopback, trace_url
+from agent.service.config import READY_TIMEOUT, WILDCARDS, Service, is_loopback, trace_url
 from agent.service.throttle import FAILED_LIMIT, FAILED_WINDOW, Throttle
 
 if TYPE_CHECKING:
@@ -312,7 +312,8 @@ def who_reads(service: Service, host: str) -> str:
         return "reads need the token"
     if is_loopback(host):
         return "reads are open (loopback)"
-    return f"reads are open to whoever reaches {host} (--read-auth open): the runs, /pending and the inbox"
+    where = "any of this machine's addresses" if host in WILDCARDS else host
+    return f"reads are open to whoever reaches {where} (--read-auth open): the runs, /pending and the inbox"
 
 
 def check_port_free(host: str, port: int) -> None:
