@@ -2,7 +2,8 @@
 
 The queue holds the finished runs no one has labelled yet that stopped as
 `gave_up`, `limit`, `no_progress` or `error`, plus a stable sample of the
-successes (a success can be false too), oldest first. A label says what the
+successes (a success can be false too), oldest first (newest first on
+request: `order="newest"`). A label says what the
 person found (`LABELS`); `endstate limits suggest` reads the labels, and
 `promote` turns a labelled run into an eval case that replays its recorded
 model replies and expects the exit the person chose.
@@ -132,7 +133,8 @@ def queue(
     limit: int | None = 100,
     **page: Any,
 ) -> list[RunRecord]:
-    """The runs to review, oldest first (`page`: `offset`, `agent`, `task_type`, as the store takes them)."""
+    """The runs to review, oldest first (`page`: `offset`, `agent`, `task_type`, `order="newest"` for the
+    newest first, as the store takes them)."""
     _check_share(success_share)
     return store.review_queue(reasons, success_share, limit, **page)
 
