@@ -680,8 +680,9 @@ def pending_json(r: RunRecord, now: float) -> str:
 
 
 def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None) -> str:
-    """A waiting run: who asks what, for how long, and the command that answers it (with the options
-    `on` that reach the same runs: `store_on`, `temporal_on`); past its deadline, `late` (what ends it)."""
+    """A waiting run: who asks what, for how long, its trace, and the command that answers it (with the
+    options `on` that reach the same runs: `store_on`, `temporal_on`); past its deadline, `late` (what
+    ends it)."""
     waited = _span(now - (r.asked_at or now))
     left = (r.deadline or now) - now
     due = f"deadline in {_span(left)}" if left > 0 else f"deadline passed {_span(-left)} ago"
@@ -690,6 +691,8 @@ def pending_line(r: RunRecord, now: float, on: str = "", late: str | None = None
         f"{plain(r.run_id)}  {plain(r.agent)} ({plain(r.task_type)}), waiting {waited}; {due}",
         f"    {one_line(r.question or '')}",
     ]
+    if r.trace_id:  # what it did before it asked, in the traces
+        lines.append(f"    trace {plain(r.trace_id)}")
     if r.refused:  # the last answer given was not taken: its giver reads why here
         lines.append(f"    ! {one_line(r.refused)}")
     lines.extend(f"    ! look closely: {word}" for word in lookalikes(r.asked))

@@ -49,7 +49,7 @@ from agent.durable.store.base import ANSWERER_CHARS, answerer, when
 from agent.errors import EndstateError
 from agent.service.auth import CLOCK_SKEW, COOKIE, ENV_TOKEN, ENV_TOKEN_FILE, SESSION_SECONDS
 from agent.service.briefing import Briefing, Preview, Step, brief, waited_seconds
-from agent.service.config import Service
+from agent.service.config import Service, trace_link
 from agent.service.http import (
     MAX_BODY,
     NO_PAGE,
@@ -166,7 +166,9 @@ class Inbox:
             notice=notice(message, "notice") + notice(error, "error") + kept,
             session=session(signed_in),
             filters=filters(waiting.counts, view),
-            items="\n".join(item(b, now, signed_in, view, reviewer(request)) for b in briefs)
+            items="\n".join(
+                item(b, now, signed_in, view, reviewer(request), self.service.trace_url) for b in briefs
+            )
             or _empty(view, waiting.total),
             pages=pages(view, size, waiting.total),
         )
@@ -441,9 +443,11 @@ class View:
         return f"{path}?{query}" if query else path
 
 
-def item(b: Briefing, now: float, signed_in: bool, view: View, name: str = "") -> str:
+def item(
+    b: Briefing, now: float, signed_in: bool, view: View, name: str = "", trace_url: str | None = None
+) -> str:
     """One waiting run: what it asks, what it did before, what the call would do, who answered it
-    last, and its forms (their name field filled in with `name`)."""
+    last, its trace (linked with `trace_url`), and its forms (their name field filled in with `name`)."""
     e, r = escape, b.record
     deadline = when(r.deadline or now)
     times = f"""Waiting <span class="waited">{span(waited_seconds(r, now))}</span>;
@@ -457,9 +461,19 @@ def item(b: Briefing, now: float, signed_in: bool, view: View, name: str = "") -
   {_question(r)}
   {_refused(r)}{_last_answer(r)}{_call(r, b.preview) or _look_closely(r)}
   {_before(r, b.steps)}{notice(b.unreadable, "journal-error")}
-  <p class="times">{times}</p>
+  <p class="times">{times}</p>{trace_line(r, trace_url)}
   {_actions(b, now, signed_in, view, name)}
 </article>"""
+
+
+def trace_line(r: RunRecord, template: str | None) -> str:
+    """The run's trace id, linked to `template`'s address of it when one is set; nothing without an id."""
+    if not r.trace_id:
+        return ""
+    e, url = escape, trace_link(template, r.trace_id)
+    shown = f'<code class="trace-id">{e(r.trace_id)}</code>'
+    opened = f' <a class="trace-link" href="{e(url)}" rel="noreferrer">Open the trace</a>' if url else ""
+    return f'\n  <p class="trace">Trace: {shown}{opened}</p>'
 
 
 def _actions(b: Briefing, now: float, signed_in: bool, view: View, name: str) -> str:

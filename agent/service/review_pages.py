@@ -40,7 +40,7 @@ from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
 from agent.service.briefing import Step, last_steps, steps_of
-from agent.service.config import Service, trace_link
+from agent.service.config import Service
 from agent.service.http import Problem, notice_of, notice_params, status_of
 from agent.service.inbox import (
     HEADERS,
@@ -61,6 +61,7 @@ from agent.service.inbox import (
     signed_in,
     span,
     steps_section,
+    trace_line,
     written,
 )
 from agent.service.visible import escape
@@ -483,16 +484,6 @@ def run_card(
   ended {e(when(ended))} ({ago} ago)</p>
   <p class="cause">Cause:{error} {e(cause) or "(the run gave none)"}</p>{cause_cut}{trace_line(r, trace_url)}
   {steps_section(r.summary, steps, "What it did", "did")}"""
-
-
-def trace_line(r: RunRecord, template: str | None) -> str:
-    """The run's trace id, linked to `template`'s address of it when one is set; nothing without an id."""
-    if not r.trace_id:
-        return ""
-    e, url = escape, trace_link(template, r.trace_id)
-    shown = f'<code class="trace-id">{e(r.trace_id)}</code>'
-    opened = f' <a class="trace-link" href="{e(url)}" rel="noreferrer">Open the trace</a>' if url else ""
-    return f'\n  <p class="trace">Trace: {shown}{opened}</p>'
 
 
 def _shown(r: RunRecord, text: str, most: int | None) -> tuple[str, str]:
