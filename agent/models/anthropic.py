@@ -194,8 +194,15 @@ except ImportError:  # a later SDK may move it: its own stream helper reads the 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
 
-# Statuses worth retrying, and the error_type each gets; other 5xx are `server_error`.
-_TRANSIENT: dict[int, str] = {408: "timeout", 409: "conflict", 429: "rate_limit", 529: "overloaded"}
+# Statuses worth retrying, and the error_type each gets; other 5xx are `server_error`. A 504 is the
+# API's `timeout_error`, as the same error inside a stream is (`_STREAM_ERRORS`).
+_TRANSIENT: dict[int, str] = {
+    408: "timeout",
+    409: "conflict",
+    429: "rate_limit",
+    504: "timeout",
+    529: "overloaded",
+}
 
 # Statuses that retrying will not fix; other 4xx are `api_error`.
 _PERMANENT: dict[int, str] = {
