@@ -200,7 +200,8 @@ class PriceTable:
             self._report_named(model, named, f"its cost is unknown, as {model!r}'s is")
             return None
         if other is None:
-            self._report_named(model, named, f"{named!r} has no price: priced as {model!r}, its least cost")
+            why = f"{named!r} has no price for it: priced as {model!r}, its least cost"
+            self._report_named(model, named, why)
             return asked
         self._report_named(model, named, "priced at the dearer of the two models' prices")
         return max(asked, other)
