@@ -1,4 +1,17 @@
-"""Per-model prices: the model table's, then your overrides; an unknown price is unknown, never $0."""
+"""Per-model prices: the model table's, then your overrides; an unknown price is unknown, never $0.
+
+A call is priced by the model asked for. The model its reply names (`message.model`) comes from the
+server, and a gateway or a hostile server may name a cheaper model than it ran, or one with no price:
+a cost ceiling (a `limit` stop) must not count less for it. So a reply naming the model asked (the
+same id, a dated id of it, an id the model table's `alias_of` gives the same row, or a Bedrock or
+Vertex AI id's Claude API id) is priced as asked; one naming another model (a server-side fallback, a
+gateway's routing) is priced at the dearer of the two models' prices, or at the asked model's when
+the other has none (what the call costs at least: an unknown cost would leave the call out of the
+ceiling), and a warning names both, once per pair. A price given for the name asked (a proxy's alias:
+`PriceTable({name: Price(...)})`) is what its calls cost, whatever the reply names. The chat span keeps
+the named model as `gen_ai.response.model`. The loop's cost ceiling, the run's cost, the spans and the
+metrics all take a call's cost from `PriceTable.usage_of`: one path.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +32,8 @@ from agent.models.price import Price, is_fast, tier_of
 from agent.usage import Usage
 
 log = logging.getLogger("endstate")
+
+MOST_NAMED_PAIRS = 1000  # pairs of (asked, named) models warned of: a server may name any model
 
 
 class PriceTable:
@@ -56,6 +71,7 @@ class PriceTable:
         self._warned: set[tuple[str, str]] = set()
         self._found: dict[str, Price | None] = {}  # asked once a model call: the same few names
         self._priced_as: dict[str, str] = {}  # a model's name -> the id the table prices it by
+        self._named: set[tuple[str, str]] = set()  # (asked, named) pairs a reply named apart, warned of
 
     def pricing_as(self, ids: Mapping[str, str]) -> PriceTable:
         """This table, but each model named in `ids` priced by the table's row for the id it maps
@@ -125,9 +141,12 @@ class PriceTable:
 
     def cost_of(self, model: str, reply: ModelReply) -> float | None:
         """Dollar cost of one call to `model`, cache reads and writes included; None when the price is
-        unknown. A reply that names another model with a known price (the API's fallback) is priced
-        as that model, the one that answered, unless a price was given for `model` itself (a proxy's
-        alias: the price given is what its calls cost)."""
+        unknown. A reply that names another model than `model` (not a dated id of it, an `alias_of`
+        either way, nor its Claude API id) is priced at the dearer of the two models' prices, or at
+        `model`'s when the other has none, and a warning says so once per pair: the name comes from
+        the server, and a gateway naming a cheaper model must not lower what a cost ceiling counts.
+        A price given for `model` itself (a proxy's alias) is what its calls cost, whatever the reply
+        names. A server-side fallback's parts (`billed_by_model`) are each priced as its model."""
         if reply.extra.get(COUNT_UNKNOWN) is True:  # the provider did not say what the call read
             self._report_uncounted(model)
             return None
@@ -153,23 +172,74 @@ class PriceTable:
         return total
 
     def _own_cost(self, model: str, reply: ModelReply) -> float | None:
-        answered = reply.model
-        if answered and answered != model and self._fell_back(model, answered):
-            model = answered
+        """One call's cost, by the model asked (`model`) and the one its reply names (`reply.model`):
+        the same model (`same_model`), or a price given for the name asked, prices it as asked;
+        another model prices it at the dearer of the two (`_dearer`)."""
+        named = reply.model
+        if named and named != model and not self._given(model) and not self.same_model(model, named):
+            return self._dearer(model, named, reply)
+        return self._priced(model, reply)
+
+    def _priced(self, model: str, reply: ModelReply) -> float | None:
+        """`reply`'s cost at `model`'s price; None (said once, counted) when it has none for it."""
         price = self.price(model)
         if price is not None and price.covers(reply):
             return price.cost_of(reply)
         self._report_unknown(model, apart=_apart(price, reply) if price is not None else "")
         return None
 
-    def _fell_back(self, model: str, answered: str) -> bool:
-        """Whether a call of `model` was answered by another model with a known price (the API's
-        fallback), not by `model` itself under its Claude API id (a Bedrock or Vertex AI reply
-        names the model so: its price is the platform's, see `partner_row`)."""
-        if self._given(model) or self.price(answered) is None:
-            return False
+    def _dearer(self, model: str, named: str, reply: ModelReply) -> float | None:
+        """The cost of a call of `model` whose reply names another model, `named` (a server-side
+        fallback, a gateway's routing, or a server naming a cheaper model than it ran): the dearer
+        of the two prices; unknown when `model`'s is; `model`'s when `named` has no price (what the
+        call costs at least, so that a cost ceiling still counts it)."""
+        asked = self._priced(model, reply)
+        price = self._named_price(named)
+        other = price.cost_of(reply) if price is not None and price.covers(reply) else None
+        if asked is None:
+            self._report_named(model, named, f"its cost is unknown, as {model!r}'s is")
+            return None
+        if other is None:
+            why = f"{named!r} has no price for it: priced as {model!r}, its least cost"
+            self._report_named(model, named, why)
+            return asked
+        self._report_named(model, named, "priced at the dearer of the two models' prices")
+        return max(asked, other)
+
+    def _named_price(self, named: str) -> Price | None:
+        """The price of a model a reply names: looked up, not kept (a server may name any model: a
+        cache of its names would grow without bound) unless already known."""
+        return self._found[named] if named in self._found else self._look_up(named)
+
+    def same_model(self, model: str, named: str) -> bool:
+        """Whether a reply naming `named` answered a call of `model` with the model asked: the same id,
+        one dated and one not ("claude-opus-4-5", "claude-opus-4-5-20251101"), ids the model table
+        gives one row (`alias_of`, either way), or a Bedrock or Vertex AI id's Claude API id."""
+        if _family(named) == _family(model):
+            return True
         partner = partner_id(model)
-        return partner is None or _family(partner.claude_id) != _family(answered)
+        if partner is not None and _family(partner.claude_id) == _family(named):
+            return True
+        asked_row = self.models.get(self._priced_as.get(model, model))
+        named_row = self.models.get(named)
+        return asked_row is not None and named_row is not None and asked_row.id == named_row.id
+
+    def _report_named(self, model: str, named: str, how: str) -> None:
+        """Warn once per pair of models (for the first `MOST_NAMED_PAIRS`) that a call of `model` was
+        answered by a reply naming `named`, and `how` it was priced."""
+        if (model, named) in self._named or len(self._named) >= MOST_NAMED_PAIRS:
+            return
+        self._named.add((model, named))
+        log.warning(
+            "a call of model %r was answered by a reply naming another model, %r: %s "
+            "(a server-side fallback or a gateway's routing may do this; a price given for %r, "
+            "PriceTable({%r: Price(...)}), is taken as what its calls cost)",
+            model,
+            named,
+            how,
+            model,
+            model,
+        )
 
     def usage_of(self, model: str, reply: ModelReply) -> Usage:
         """One call's usage: its tokens of each kind (those of the calls billed apart within it too),

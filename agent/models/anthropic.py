@@ -90,7 +90,8 @@ Choices worth knowing:
 - A client the adapter builds follows no redirect (the SDK would, taking the conversation wherever
   one points; the API sends none): a 3xx is a `ModelError` (`redirect`) naming where it pointed.
   An error quotes what the API (or a proxy) said cut to 500 characters, with what a terminal would
-  not show as itself escaped (`agent.text.visible`).
+  not show as itself escaped (`agent.text.visible`), and the reply's `request-id` (what Anthropic's
+  support asks for), a 200 reply's that could not be read or whose stream broke off too.
 - One SDK client per event loop, closed when the loop shuts down (the sync
   `Agent.run` gives each run its own loop): connections are reused across
   the calls of a run and across runs in one loop, and never carried into
@@ -193,8 +194,15 @@ except ImportError:  # a later SDK may move it: its own stream helper reads the 
 PROVIDER = "anthropic"
 CacheTTL = Literal["5m", "1h"]
 
-# Statuses worth retrying, and the error_type each gets; other 5xx are `server_error`.
-_TRANSIENT: dict[int, str] = {408: "timeout", 409: "conflict", 429: "rate_limit", 529: "overloaded"}
+# Statuses worth retrying, and the error_type each gets; other 5xx are `server_error`. A 504 is the
+# API's `timeout_error`, as the same error inside a stream is (`_STREAM_ERRORS`).
+_TRANSIENT: dict[int, str] = {
+    408: "timeout",
+    409: "conflict",
+    429: "rate_limit",
+    504: "timeout",
+    529: "overloaded",
+}
 
 # Statuses that retrying will not fix; other 4xx are `api_error`.
 _PERMANENT: dict[int, str] = {
@@ -621,11 +629,11 @@ class AnthropicModel:
             if isinstance(exc.__cause__, EndlessEventError):  # as the SDK (2.17 on) wraps it
                 raise _malformed(exc.__cause__, stream.headers) from exc
             if isinstance(exc, anthropic.APIConnectionError) and stream.headers is not None:
-                raise _broke_off(exc.__cause__ or exc) from exc  # SDK >= 2.17 wraps a body's read error
+                raise _broke_off(exc.__cause__ or exc, stream.headers) from exc  # SDK >= 2.17 wraps it
             raise to_model_error(exc) from exc
         except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
             stream.record_cut()  # the API took the input and began the reply: charged
-            raise _broke_off(exc) from exc
+            raise _broke_off(exc, stream.headers) from exc
         except _UNREADABLE as exc:
             stream.record_cut()  # the API took the input and began the reply: charged
             raise _malformed(exc, stream.headers) from exc
@@ -1830,9 +1838,15 @@ def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> 
         else ""
     )
     return TransientModelError(
-        f"Anthropic API: a 200 reply whose body could not be read ({said}){page}",
+        f"Anthropic API: a 200 reply whose body could not be read ({said}){page}{_request_id(headers)}",
         error_type="malformed_reply",
     )
+
+
+def _request_id(headers: Mapping[str, str] | None) -> str:
+    """The reply's `request-id` header as an error quotes it (what Anthropic's support asks for), or ""."""
+    said = (headers or {}).get("request-id", "").strip()
+    return f" (request-id {visible(_clipped(said, 100))})" if said else ""
 
 
 # The kinds of body a page is sent as (a proxy's, a captive portal's, a login's), never the API's reply.
@@ -2580,11 +2594,13 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
 
 
-def _broke_off(exc: BaseException) -> TransientModelError:
-    """A stream that began and then failed (its connection broke or stalled): worth a retry."""
+def _broke_off(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
+    """A stream that began and then failed (its connection broke or stalled): worth a retry. Its
+    `headers`, when it had any, give the request id to quote."""
     timed_out = isinstance(exc, httpx2.TimeoutException | anthropic.APITimeoutError)
     return TransientModelError(
-        f"Anthropic API: the stream broke off: {exc!r}", error_type="timeout" if timed_out else "connection"
+        f"Anthropic API: the stream broke off: {exc!r}{_request_id(headers)}",
+        error_type="timeout" if timed_out else "connection",
     )
 
 
