@@ -12,7 +12,7 @@ from typing import Any
 from agent._args import given, given_path
 from agent.budget import MAX_COUNT
 from agent.cli._help import above_zero, current_user
-from agent.cli.runs import add_filter_args, of_filter, store_on
+from agent.cli.runs import add_filter_args, of_filter, plain, store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
@@ -217,10 +217,10 @@ def queue_line(r: Any) -> str:
     note = one_line(r.note or r.output or r.summary)
     note = note if len(note) <= 80 else note[:77] + "..."
     turns = "turn " if r.turns == 1 else "turns"  # aligned with "turns"
-    trace = one_line(r.trace_id or "-")  # as the store holds it: 32 hex digits, or anything
+    trace = plain(r.trace_id or "-")  # as the store holds it: 32 hex digits, or anything
     return (
-        f"{r.run_id:32}  {r.agent:20} {r.task_type:16} {reason:16} {r.turns:>3} {turns}  {ended}  "
-        f"{trace:32}  {note}"
+        f"{plain(r.run_id):32}  {plain(r.agent):20} {plain(r.task_type):16} {reason:16} "
+        f"{r.turns:>3} {turns}  {ended}  {trace:32}  {note}"
     )
 
 

@@ -177,10 +177,10 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         type=given,
         default=os.environ.get(ENV_TRACE_URL) or None,
         metavar="TEMPLATE",
-        help="link each run's trace id on the inbox's review pages to this http(s) address, {trace_id} "
-        "in it standing for the id (percent-encoded), e.g. a Grafana Explore address of your Tempo "
-        f"data source (see README); without it the pages show the id alone (default: ${ENV_TRACE_URL}, "
-        "else none)",
+        help="link each run's trace id on the inbox's pages (waiting runs, review) to this http(s) "
+        "address, {trace_id} in it standing for the id (percent-encoded), e.g. a Grafana Explore address "
+        f"of your Tempo data source (see README); without it the pages show the id alone (default: "
+        f"${ENV_TRACE_URL}, else none)",
     )
 
 
