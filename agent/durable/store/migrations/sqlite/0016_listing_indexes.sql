@@ -14,6 +14,9 @@ CREATE INDEX IF NOT EXISTS endstate_runs_status_agent ON endstate_runs (status, 
 -- The review queue of an agent, or of a task type, the oldest first.
 CREATE INDEX IF NOT EXISTS endstate_runs_ended_agent ON endstate_runs (status, agent, ended_at, run_id);
 CREATE INDEX IF NOT EXISTS endstate_runs_ended_type ON endstate_runs (status, task_type, ended_at, run_id);
+-- The review queue's counts by agent and task type (the review page's filters and total): every column
+-- they read, in their order, so they are counted from this index alone, never the runs' rows.
+CREATE INDEX IF NOT EXISTS endstate_runs_queue_counts ON endstate_runs (status, agent, task_type, stop_reason, ended_at, run_id);
 -- The runs waiting for a person of an agent, or of a task type, in the order they asked: partial, as
 -- schema 10's (a write to a run that does not wait never touches them).
 CREATE INDEX IF NOT EXISTS endstate_runs_waiting_agent ON endstate_runs (status, agent, suspended_at, run_id) WHERE status = 'waiting';
