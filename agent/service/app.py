@@ -11,7 +11,9 @@ service listens beyond loopback, see `reads_need_token`):
     GET  /runs/{id}               one run and its result
     GET  /pending[?limit=&offset=&agent=&task_type=]
                                   runs waiting for a person, oldest first, a page at a time
-                                  (one that passes `PAGE_BYTES` of texts ends early: see `next`)
+                                  (one that passes `PAGE_BYTES` of texts ends early: see `next`);
+                                  an empty `agent` or `task_type` means all (the inbox's forms
+                                  send one), any other is checked as `GET /runs` checks it (400)
     POST /runs/{id}/answer        {"answer", "segments"?, "by"?}   -> 202, the run continues here
     POST /runs/{id}/approve       {"segments"?, "by"?}             -> 202
     POST /runs/{id}/deny          {"reason"?, "segments"?, "by"?}  -> 202 (a blank reason is none)
@@ -384,7 +386,7 @@ class Api:
         self._authorize_read(request)
         limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
         offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
-        only = {k: v for k in ("agent", "task_type") if (v := request.query_params.get(k))}
+        only = {k: run_filter(k, v) for k in ("agent", "task_type") if (v := request.query_params.get(k))}
         page = await waiting_page(self.runner.store, offset, limit, **only, budget=PAGE_BYTES)
         after = offset + page.rows
         more = urlencode({**only, "offset": after, "limit": limit}) if after < page.total else None
