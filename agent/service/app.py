@@ -32,9 +32,10 @@ Only requests whose `Host` is allowed are served (loopback names and the
 configured ones: a web page cannot rebind its own name to this service);
 `/healthz`, `/readyz` and `/metrics`, which hold no run data, answer any host.
 
-Errors are `{"error": "..."}` with 400 (malformed, or a field the endpoint does
-not take), 401 (no valid token), 404 (unknown run or path), 405 (a method the
-path does not take), 408 (the body did not arrive in time), 409 (not waiting,
+Errors are `{"error": "..."}` with 400 (malformed, a field the endpoint does not take, or
+a query parameter of `GET /runs` or `/pending` it does not take or given twice: `query_of`),
+401 (no valid token), 404 (unknown run or path), 405 (a method the path does not take), 408
+(the body did not arrive in time), 409 (not waiting,
 claimed by another worker, or damaged: its stored rows disagree, which no retry mends, and the
 message says how to fix it), 413 (body too large), 421 (a host not served
 here), 422 (an answer that does not fit the question), 429 (too many wrong tokens from
@@ -358,16 +359,13 @@ class Api:
 
     async def list_runs(self, request: Request) -> Response:
         self._authorize_read(request)
-        status = request.query_params.get("status")
+        query = query_of(request, "status", "limit", "agent", "task_type")
+        status = query.get("status")
         if status is not None and status not in {str(s) for s in RunStatus}:
             raise Problem(400, f"status must be one of {', '.join(RunStatus)}")
-        limit = int_param(request.query_params.get("limit", "100"), 1, 1000, "limit")
+        limit = int_param(query.get("limit", "100"), 1, 1000, "limit")
         only = RunStatus(status) if status else None
-        names = {
-            k: run_filter(k, v)
-            for k in ("agent", "task_type")
-            if (v := request.query_params.get(k)) is not None
-        }
+        names = {k: run_filter(k, v) for k in ("agent", "task_type") if (v := query.get(k)) is not None}
         records = await run_in_threadpool(overview, self.runner.store, only, limit, **names)
         body: dict[str, object] = {"runs": [listed(r, records.cut.get(r.run_id, {})) for r in records]}
         if damaged := getattr(records, "damaged", None):  # rows it could not read: logged, and named
@@ -384,9 +382,10 @@ class Api:
     async def pending(self, request: Request) -> Response:
         """Waiting runs, oldest first, `limit` from `offset`; `next` is the following page's URL."""
         self._authorize_read(request)
-        limit = int_param(request.query_params.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
-        offset = int_param(request.query_params.get("offset", "0"), 0, 10**9, "offset")
-        only = {k: run_filter(k, v) for k in ("agent", "task_type") if (v := request.query_params.get(k))}
+        query = query_of(request, "limit", "offset", "agent", "task_type")
+        limit = int_param(query.get("limit", str(PAGE_SIZE)), 1, MAX_PAGE, "limit")
+        offset = int_param(query.get("offset", "0"), 0, 10**9, "offset")
+        only = {k: run_filter(k, v) for k in ("agent", "task_type") if (v := query.get(k))}
         page = await waiting_page(self.runner.store, offset, limit, **only, budget=PAGE_BYTES)
         after = offset + page.rows
         more = urlencode({**only, "offset": after, "limit": limit}) if after < page.total else None
@@ -568,6 +567,20 @@ def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]
         and task_type in (None, record.task_type)
         and all(k in record.state and record.state[k] == v for k, v in state.items())
     )
+
+
+def query_of(request: Request, *taken: str) -> dict[str, str]:
+    """A listing's query parameters, each one it takes (`taken`) at most once: 400 for another (a
+    filter misspelt, `task-type`, would list every run) or one given twice (`agent=a&agent=b`: which
+    one a proxy that scopes the listing with its own `agent=` and the service each read differs)."""
+    params = request.query_params
+    if other := sorted(set(params) - set(taken)):
+        raise Problem(
+            400, f"{said(other[0])!r} is no parameter of {request.url.path}: it takes {', '.join(taken)}"
+        )
+    if twice := sorted(k for k in set(params) if len(params.getlist(k)) > 1):
+        raise Problem(400, f"{twice[0]!r} is given {len(params.getlist(twice[0]))} times: give it once")
+    return dict(params)
 
 
 def run_filter(key: str, value: str) -> str:
