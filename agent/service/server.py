@@ -22,6 +22,7 @@ from agent.errors import ConfigError
 from agent.service.auth import Token, load_token
 from agent.service.config import READY_TIMEOUT, WILDCARDS, Service, is_loopback, trace_url
 from agent.service.throttle import FAILED_LIMIT, FAILED_WINDOW, Throttle
+from agent.text import one_line
 
 if TYPE_CHECKING:
     import uvicorn
@@ -236,9 +237,7 @@ def serve(args: argparse.Namespace) -> int:
     read_token = reads_need_token(args.host, args.read_auth)  # bad settings said before anything is made
     trace_url(args.trace_url)
     check_port_free(args.host, args.port)
-    logging.basicConfig(  # in place of the command line's one-line handler: an operator's log
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
-    )
+    log_for_operators()  # in place of the command line's one-line handler
     store = open_store(args.store, timeout=args.store_timeout)
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     telemetry = Telemetry.from_env(pending=pending_by_store_clock(store)).for_service()  # a fresh registry
@@ -294,6 +293,26 @@ def _service(
         ready_timeout=args.ready_timeout,
         throttle=Throttle(args.token_failures, args.token_window),
     )
+
+
+class OperatorLog(logging.Formatter):
+    """A service's log line: time, level, logger and message, the message on one line with what a
+    terminal acts on escaped (`one_line`). It quotes what came from outside (a run id in a row edited by
+    hand, an exception's words): a line break there would forge a log line of its own, an escape
+    sequence drive the terminal of whoever tails the log. A traceback follows the line as usual."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return one_line(super().formatMessage(record))
+
+
+def log_for_operators() -> None:
+    """Log INFO and above to stderr in `OperatorLog` lines (`serve`, `serve --temporal`)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(OperatorLog())
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
 
 
 def say_serving(service: Service, args: argparse.Namespace) -> None:

@@ -230,12 +230,12 @@ def serve(args: argparse.Namespace) -> int:
     from agent.service.app import create_app
     from agent.service.auth import load_token
     from agent.service.guard import accept_backlog, guarded_h11
-    from agent.service.server import check_port_free, run_until_stopped, say_serving
+    from agent.service.server import check_port_free, log_for_operators, run_until_stopped, say_serving
     from agent.temporal.pending import TemporalPending
     from telemetry import Telemetry
 
     check_port_free(args.host, args.port)  # said in one line, before Temporal is asked or a token made
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_for_operators()
     bridge = Bridge()
     runs = bridge.call(TemporalRuns.connect(args.temporal, args.namespace, args.task_queue))
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
