@@ -27,7 +27,7 @@ def require(dist: str, extra: str, needed: Mapping[object, Iterable[str]]) -> No
     if missing:
         raise ConfigError(
             f"{dist} {_installed(dist)} has no {', '.join(missing)}, which Endstate's integration relies "
-            "on to see its runs (without it they would be recorded wrong or not at all): install the "
+            "on to see its runs (without it they would be recorded wrong or not at all): install a "
             f"version Endstate is tested with, pip install '{tested_with(dist, extra)}' "
             f"(the endstate[{extra}] extra)"
         )
@@ -43,7 +43,8 @@ def has(owner: object, attr: str) -> bool:
 
 
 def tested_with(dist: str, extra: str) -> str:
-    """The requirement on `dist` of Endstate's `extra` (`pydantic-ai-slim==2.68.0`), else `dist` alone."""
+    """The requirement on `dist` of Endstate's `extra` (`pydantic-ai-slim>=2.68.0,<2.79`), else `dist`
+    alone."""
     try:
         requires = importlib.metadata.requires("endstate") or []
     except importlib.metadata.PackageNotFoundError:
@@ -52,8 +53,15 @@ def tested_with(dist: str, extra: str) -> str:
         spec, _, marker = line.partition(";")
         found = re.match(r"[A-Za-z0-9._-]+", spec.strip())
         if found and _normal(found.group()) == _normal(dist) and f'extra == "{extra}"' in marker:
-            return spec.strip()
+            return found.group() + _lower_first(spec.strip()[found.end() :])
     return dist
+
+
+def _lower_first(specifiers: str) -> str:
+    """`<2.79,>=2.68.0` (as installed metadata orders a range) as `>=2.68.0,<2.79` (as pyproject.toml
+    writes it)."""
+    parts = [p.strip() for p in specifiers.split(",") if p.strip()]
+    return ",".join(sorted(parts, key=lambda p: p.startswith("<")))
 
 
 def _installed(dist: str) -> str:
