@@ -15,6 +15,7 @@ rounds of one run of each variant in shuffled order; the median of the
 per-round ratios with a 95% bootstrap interval. Nothing asserts numbers.
 
     python benchmarks/claude_cli_overhead.py [--rounds 12]
+    python benchmarks/claude_cli_overhead.py --smoke      # 1 round, no warm-up: a check, not a measure
 """
 
 from __future__ import annotations
@@ -86,14 +87,16 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-async def measure(rounds: int, options: ClaudeAgentOptions) -> dict[str, dict[str, Any]]:
+async def measure(
+    rounds: int, options: ClaudeAgentOptions, warm_up: bool = True
+) -> dict[str, dict[str, Any]]:
     variants: dict[str, Callable[[], Awaitable[None]]] = {
         "alone": lambda: alone(options),
         "control": lambda: alone(options),
         "integration": lambda: through(options, None),
         "observing": lambda: through(options, Silent()),
     }
-    for run in variants.values():  # warm up: the first CLI start reads its files from disk
+    for run in variants.values() if warm_up else ():  # the first CLI start reads its files from disk
         await run()
     wall: dict[str, list[float]] = {name: [] for name in variants}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
@@ -124,13 +127,18 @@ def _ratios(times: dict[str, list[float]]) -> dict[str, tuple[float, float, floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=12, help="rounds of one run of each variant")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 1 round, no warm-up runs"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for i in range(CALLS):
             (folder / f"f{i}.txt").write_text(f"file {i}\n" * 20)
         with StreamingMessagesAPI(intercept=replier(folder)) as api:
-            table = asyncio.run(measure(args.rounds, options_for(api, folder)))
+            table = asyncio.run(measure(args.rounds, options_for(api, folder), warm_up=not args.smoke))
     alone_s = table["alone_s"]
     print(
         f"Claude Agent SDK alone, real CLI: {alone_s['wall']:.2f} s a run (wall), "

@@ -22,6 +22,7 @@ with a 95% bootstrap confidence interval beside it. Target: at most 1.05x for
 the integration itself (`integration` and `observing`). Nothing asserts numbers.
 
     python benchmarks/integrations_overhead.py [--rounds 200] [--runs 2] [--frameworks langgraph,pydantic_ai]
+    python benchmarks/integrations_overhead.py --smoke   # 1 round of 1 run: a check, not a measure
 """
 
 from __future__ import annotations
@@ -208,7 +209,9 @@ def median_ci(values: list[float], resamples: int = 2000) -> tuple[float, float,
     return statistics.median(values), medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
 
 
-async def measure(make: Make, rounds: int, runs: int) -> dict[str, tuple[float, float, float]]:
+async def measure(
+    make: Make, rounds: int, runs: int, warm_up: int = 3
+) -> dict[str, tuple[float, float, float]]:
     """Per variant: the median over rounds of its time over the framework alone's in the same round.
 
     A round is short (`runs` runs of each variant, about 0.1 s), so a neighbour's
@@ -229,7 +232,7 @@ async def measure(make: Make, rounds: int, runs: int) -> dict[str, tuple[float, 
             "with telemetry": rig.hooks,
         }
         for hooks in variants.values():  # warm up
-            await timed(make, hooks, 3)
+            await timed(make, hooks, warm_up)
         gc.collect()
         gc.freeze()  # the modules' objects leave the collector's view: each round's collection is short
         ratios: dict[str, list[float]] = {name: [] for name in variants}
@@ -265,12 +268,18 @@ def main() -> None:
         "--runs", type=int, default=2, help="runs of each variant in a round (default %(default)s)"
     )
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS), help="comma-separated, of: %(default)s")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 1 round of 1 run, 1 to warm up"
+    )
     args = parser.parse_args()
+    warm_up = 3
+    if args.smoke:
+        args.rounds, args.runs, warm_up = 1, 1, 1
     set_tracing_disabled(True)  # the SDK's own exporter would send traces away
     columns = ["control", "noop hook", "integration", "observing", "with telemetry"]
     print(f"{'framework':<18} {'alone us/turn':>14} " + " ".join(f"{c:>24}" for c in columns))
     for name in args.frameworks.split(","):
-        t = asyncio.run(measure(FRAMEWORKS[name], args.rounds, args.runs))
+        t = asyncio.run(measure(FRAMEWORKS[name], args.rounds, args.runs, warm_up))
         print(
             f"{name:<18} {t['alone'][0] * 1e6:>14.0f} " + " ".join(f"{cell(t[c]):>24}" for c in columns),
             flush=True,

@@ -1,7 +1,7 @@
 """What a listing costs in a large store: `endstate runs`, `audit --list`, `pending` and the review
 queue, filtered and not, on a store of many runs (SQLite, and PostgreSQL with `--postgres`).
 
-    python benchmarks/listings.py [--runs 200000] [--rounds 7] [--postgres] [--no-sqlite]
+    python benchmarks/listings.py [--runs 200000] [--rounds 7] [--postgres] [--no-sqlite] [--smoke]
 
 The store is built in one go (rows written straight into its tables after `open_store` made the
 schema): `--runs` runs over 60 days, of 8 agents in a skewed mix (the commonest half of the runs, the
@@ -259,7 +259,12 @@ def main() -> None:
     )
     parser.add_argument("--postgres", action="store_true", help="also on PostgreSQL (Debian's binaries)")
     parser.add_argument("--no-sqlite", action="store_true", help="skip SQLite")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 2,000 runs, 1 round"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.rounds = 2_000, 1
     data = rows(args.runs, args.audit_share)
     print("store: " + "; ".join(counts(data)))
     with tempfile.TemporaryDirectory() as tmp:

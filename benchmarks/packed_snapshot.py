@@ -2,6 +2,7 @@
 
     python benchmarks/packed_snapshot.py                    # 300 turns of 5 kB tool results
     python benchmarks/packed_snapshot.py --turns 600 --size 5000
+    python benchmarks/packed_snapshot.py --smoke                # 5 turns of 500, each time taken once
 
 A run reads `--turns` pages of `--size` characters of real text (this Python's standard library sources in
 a fixed order: code and docstrings, as a coding agent's file reads are) and stops at its turn limit with
@@ -48,9 +49,9 @@ def snapshot(turns: int, size: int) -> Snapshot:
     return result.snapshot
 
 
-def median_s(do: Callable[[], object]) -> float:
+def median_s(do: Callable[[], object], repeats: int = 5) -> float:
     times = []
-    for _ in range(5):
+    for _ in range(repeats):
         began = time.perf_counter()
         do()
         times.append(time.perf_counter() - began)
@@ -61,7 +62,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--size", type=int, default=5000)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a quick check, not a measure: 5 turns of 500 characters, each time taken once",
+    )
     args = parser.parse_args()
+    repeats = 5
+    if args.smoke:
+        args.turns, args.size, repeats = 5, 500, 1
     text = snapshot(args.turns, args.size).to_json()
     start = {"agent": "reader", "task": "Read the pages.", "segments": 0, "snapshot": text}
     packed = {**start, "snapshot": w.PACKED_IN_PLACE, w.PACKED: w.packed(text)}
@@ -69,9 +78,9 @@ def main() -> None:
     print(f"{args.turns} turns of {args.size:,} characters: snapshot {len(text):,} bytes of JSON")
     print(f"start plain  {plain_size:>11,} bytes ({'fits' if plain_size <= w.MAX_PAYLOAD_BYTES else 'over'})")
     print(f"start packed {packed_size:>11,} bytes ({plain_size / packed_size:.1f}x smaller)")
-    print(f"pack   {median_s(lambda: w.packed(text)) * 1000:7.1f} ms")
-    print(f"unpack {median_s(lambda: w.unpacked(packed)) * 1000:7.1f} ms")
-    read = median_s(lambda: Snapshot.from_json(text))
+    print(f"pack   {median_s(lambda: w.packed(text), repeats) * 1000:7.1f} ms")
+    print(f"unpack {median_s(lambda: w.unpacked(packed), repeats) * 1000:7.1f} ms")
+    read = median_s(lambda: Snapshot.from_json(text), repeats)
     print(f"read   {read * 1000:7.1f} ms (Snapshot.from_json, for scale)")
 
 

@@ -3,6 +3,7 @@
 what a scrape of the help gauges costs: GET /metrics, counted in SQL against one row per waiting run.
 
     python benchmarks/pending_pages.py [--sizes 1000,20000] [--rounds 15] [--finished 5000] [--no-pg]
+    python benchmarks/pending_pages.py --smoke   # 20 and 40 waiting runs, 2 rounds: a check, not a measure
 
 For each store (a SQLite file, and a throwaway PostgreSQL server on loopback unless `--no-pg`)
 the waiting runs are real rows: a few runs of the example catalog suspended by the runner, then
@@ -170,7 +171,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--finished", type=int, default=5000, help="finished runs beside them")
     parser.add_argument("--no-pg", action="store_true", help="skip PostgreSQL (needs Debian's postgresql)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 20 and 40 waiting runs, 2 rounds"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.rounds, args.finished = "20,40", 2, 10
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -1,7 +1,7 @@
 """What durability costs: per-turn checkpoints on SQLite and PostgreSQL, and 1,000 runs suspended at once.
 
     python benchmarks/store_overhead.py [--turns 25] [--runs 40] [--growth-rounds 100] [--suspended 1000]
-                                        [--parts turns,growth,suspended] [--store PATH] [--no-pg]
+                                        [--parts turns,growth,suspended] [--store PATH] [--no-pg] [--smoke]
 
 Part 1 runs the same scripted agent (one cheap tool call per turn) bare and
 through a `Runner` on a SQLite store and on a PostgreSQL store (a throwaway
@@ -418,7 +418,14 @@ def main() -> None:
     parser.add_argument(
         "--parts", default="turns,growth,suspended", help="which parts to run (comma-separated; default all)"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a quick check, not a measure: 2-turn runs, 2 rounds, 5 suspended runs",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.turns, args.runs, args.growth_rounds, args.suspended = 2, 2, 2, 5
     args.parts = set(args.parts.split(","))
     if unknown := args.parts - {"turns", "growth", "suspended"}:
         parser.error(f"unknown part(s) {', '.join(sorted(unknown))}: use turns, growth and/or suspended")

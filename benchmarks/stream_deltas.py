@@ -1,9 +1,9 @@
 """What one streamed delta costs the Anthropic adapter, at 1,000 and at 20,000 deltas a reply.
 
-Run: `python benchmarks/stream_deltas.py [--repeats N] [--sizes 1000 20000] [--no-helper]`. Not a test:
-it prints the CPU microseconds a delta (median of the repeats) of one reply whose single block (a text,
-a thinking, or a tool call's input JSON) streams in n deltas of 40 characters, and the ratio of the
-cost a delta at the largest n to that at the smallest: about 1 when reading a reply takes time linear
+Run: `python benchmarks/stream_deltas.py [--repeats N] [--sizes 1000 20000] [--no-helper] [--smoke]`.
+Not a test: it prints the CPU microseconds a delta (median of the repeats) of one reply whose single
+block (a text, a thinking, or a tool call's input JSON) streams in n deltas of 40 characters, and the ratio
+of the cost a delta at the largest n to that at the smallest: about 1 when reading a reply takes time linear
 in its length, about n_large / n_small when it takes time that grows with its square.
 
 Each reply goes through the real `anthropic` SDK (its SSE decoding, its events, its accumulation) and
@@ -118,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 20_000])
     parser.add_argument("--no-helper", action="store_true")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 1 repeat of 10 and 20 deltas"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeats, args.sizes = 1, [10, 20]
     variants = {k: v for k, v in VARIANTS.items() if not (args.no_helper and k == "SDK helper")}
     kinds = ("text", "thinking", "tool input")
     bodies = {(kind, n): sse_body(block_of(kind, n)) for kind in kinds for n in args.sizes}

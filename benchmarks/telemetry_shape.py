@@ -59,7 +59,9 @@ def shape(turns: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # --help, no options
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="the same runs: they are already the quickest")
+    parser.parse_args(argv)
     real = turn_overhead.TracingHooks
     for turns, capture in ((1, False), (3, False), (10, False), (2, True)):
         turn_overhead.TracingHooks = (lambda p: real(p, capture_content=True)) if capture else real  # type: ignore[misc]

@@ -1,6 +1,7 @@
 """How many answers a run on Temporal takes before it stops `history_too_large`.
 
-    python benchmarks/temporal_answers.py [--most 3000]
+    python benchmarks/temporal_answers.py [--most 3000] [--temporal HOST:PORT]
+    python benchmarks/temporal_answers.py --smoke    # 3 questions, then the run ends: a check, not a measure
 
 A scripted agent asks a person every turn (`need_help`), once with no tool call between questions and once
 with one (the tests' `count`); a worker in this process runs it on a Temporal dev server (the `temporal` CLI
@@ -22,6 +23,7 @@ from typing import Any
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
+from _temporal import TEMPORAL_HELP, Running, server_at  # noqa: E402  (beside this file)
 from temporal_agents import count  # noqa: E402
 from temporal_server import TemporalServer, serving, waiting  # noqa: E402
 
@@ -41,6 +43,7 @@ def asker(most: int) -> Catalog:
             if state.get("tool"):
                 steps.append([say(f"Counting {i}."), call("count", n=i)])
             steps.append([finish("need_help", f"Question {i}?")])
+        steps.append([finish("done", f"Asked {most} questions.")])  # reached with a small --most only
         return Agent(
             name="asker",
             model=ScriptedModel(steps),
@@ -56,7 +59,7 @@ def asker(most: int) -> Catalog:
     return catalog
 
 
-async def answered(server: TemporalServer, most: int, tool: bool) -> None:
+async def answered(server: TemporalServer | Running, most: int, tool: bool) -> None:
     with tempfile.TemporaryDirectory() as folder:
         async with serving(server, asker(most)) as runs:
             state = {"tool": tool, "dir": folder}
@@ -79,8 +82,14 @@ async def answered(server: TemporalServer, most: int, tool: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--most", type=int, default=3000, help="questions the agent asks at most")
+    parser.add_argument("--temporal", metavar="HOST:PORT", help=TEMPORAL_HELP)
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 3 questions, then the run ends"
+    )
     args = parser.parse_args()
-    server = TemporalServer()
+    if args.smoke:
+        args.most = 3
+    server = server_at(args.temporal)
     try:
         for tool in (False, True):
             asyncio.run(answered(server, args.most, tool))

@@ -1,6 +1,7 @@
 """Replies refused mid-deploy: a task queue polled by workers from before `endstate.ready` and new ones.
 
-    python benchmarks/temporal_mid_deploy.py [--replies 40] [--old 1] [--new 1]
+    python benchmarks/temporal_mid_deploy.py [--replies 40] [--old 1] [--new 1] [--temporal HOST:PORT]
+    python benchmarks/temporal_mid_deploy.py --smoke     # 2 replies with each policy: a check, not a measure
 
 Starts `--replies` runs that ask a question, on a queue polled by `--old`
 workers without the `endstate.ready` activity (a release from before it) and
@@ -31,6 +32,7 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
 import temporal_agents  # noqa: E402
+from _temporal import TEMPORAL_HELP, Running, server_at  # noqa: E402  (beside this file)
 from temporal_server import TemporalServer  # noqa: E402
 from temporalio.common import RetryPolicy  # noqa: E402
 
@@ -46,7 +48,7 @@ def _before_ready(self: _activities.EndstateActivities) -> list[Any]:
     return [a for a in EVERY(self) if a != self.ready]
 
 
-async def _worker(server: TemporalServer, queue: str, old: bool) -> Any:
+async def _worker(server: TemporalServer | Running, queue: str, old: bool) -> Any:
     """A worker on `queue` with a client of its own (one client serves one worker per queue)."""
     runs = await TemporalRuns.connect(server.address, task_queue=queue)
     _activities.EndstateActivities.all = _before_ready if old else EVERY
@@ -57,7 +59,7 @@ async def _worker(server: TemporalServer, queue: str, old: bool) -> Any:
 
 
 async def trial(
-    server: TemporalServer, policy: RetryPolicy, args: argparse.Namespace
+    server: TemporalServer | Running, policy: RetryPolicy, args: argparse.Namespace
 ) -> tuple[int, int, float]:
     """(taken, refused, slowest answer in seconds) with the check retried by `policy`."""
     run_workflow.READY_RETRY = policy
@@ -83,7 +85,7 @@ async def trial(
 
 
 async def main(args: argparse.Namespace) -> None:
-    server = TemporalServer()
+    server = server_at(args.temporal)
     current = run_workflow.READY_RETRY
     try:
         for name, policy in (("3 attempts (before)", BEFORE), ("READY_RETRY (now)", current)):
@@ -102,6 +104,13 @@ if __name__ == "__main__":
     parser.add_argument("--replies", type=int, default=40)
     parser.add_argument("--old", type=int, default=1, help="workers without endstate.ready")
     parser.add_argument("--new", type=int, default=1, help="current workers")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--temporal", metavar="HOST:PORT", help=TEMPORAL_HELP)
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 2 replies with each policy"
+    )
+    arguments = parser.parse_args()
+    if arguments.smoke:
+        arguments.replies = 2
+    asyncio.run(main(arguments))
     sys.stdout.flush()
     os._exit(0)  # the Temporal client's threads can abort an interpreter shutting down

@@ -4,6 +4,9 @@ and runs per second with 1, 2 and 4 Temporal workers.
     python benchmarks/temporal_overhead.py [--turns 20] [--repeats 5] [--runs 60]
     python benchmarks/temporal_overhead.py --history [--pad 2000]
     python benchmarks/temporal_overhead.py --stop [--limit 100000]
+    python benchmarks/temporal_overhead.py [--history | --stop] --smoke   # a check, not a measure
+
+Each takes `--temporal HOST:PORT` to run on a server already running instead of starting one.
 
 Part 1 plays the same scripted agent (one tool call per turn, the tool writes
 two lines to a file) `--repeats` times on each backend, interleaved, and
@@ -51,9 +54,18 @@ ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 sys.path[:0] = [str(ROOT), str(TESTS)]  # this tree's code, in this process and the workers
 
+from _temporal import TEMPORAL_HELP, Running, server_at  # noqa: E402  (beside this file)
 from pg import PostgresServer  # noqa: E402
 from temporal_agents import build, catalog  # noqa: E402
 from temporal_server import TemporalServer  # noqa: E402
+
+Server = TemporalServer | Running
+HISTORY_TURNS, SMOKE_HISTORY_TURNS = (10, 50, 100), (2, 3)  # --history's run lengths
+LONG_TURNS, SMOKE_LONG_TURNS = 480, 4  # --stop's second run
+SMOKE_HELP = (
+    "a quick check, not a measure: 2-turn runs once, 2 runs at once; with --history, runs of 2 and 3 "
+    "turns of 10-character results; with --stop, runs of 3 and 4 turns"
+)
 
 from agent.durable.runner import Runner  # noqa: E402
 from agent.durable.store import open_store  # noqa: E402
@@ -94,7 +106,7 @@ def stop_workers(procs: list[subprocess.Popen[str]]) -> None:
             proc.stdout.close()
 
 
-async def per_turn(temporal: TemporalServer, pg_url: str, folder: str, turns: int, repeats: int) -> None:
+async def per_turn(temporal: Server, pg_url: str, folder: str, turns: int, repeats: int) -> None:
     queue = f"bench-{uuid.uuid4().hex[:6]}"
     workers = start_workers(temporal.address, queue, 1)
     store = open_store(pg_url)
@@ -123,7 +135,7 @@ async def per_turn(temporal: TemporalServer, pg_url: str, folder: str, turns: in
         print(f"  {name:18} {median * 1e3:8.2f} ms   x{median / bare:6.1f} the bare loop")
 
 
-async def throughput(temporal: TemporalServer, folder: str, runs_count: int) -> None:
+async def throughput(temporal: Server, folder: str, runs_count: int) -> None:
     base = None
     print(f"runs per second ({runs_count} runs of 2 turns started at once):")
     for count in (1, 2, 4):
@@ -147,7 +159,9 @@ async def throughput(temporal: TemporalServer, folder: str, runs_count: int) -> 
               f"  (load {before:.2f} -> {os.getloadavg()[0]:.2f})")  # fmt: skip
 
 
-async def history_bytes(temporal: TemporalServer, folder: str, pad: int) -> None:
+async def history_bytes(
+    temporal: Server, folder: str, pad: int, lengths: tuple[int, ...] = HISTORY_TURNS
+) -> None:
     """Workflow history bytes by run length, and what carries them."""
     queue = f"bench-{uuid.uuid4().hex[:6]}"
     workers = start_workers(temporal.address, queue, 1)
@@ -155,7 +169,7 @@ async def history_bytes(temporal: TemporalServer, folder: str, pad: int) -> None
     try:
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
         for script, tool in (("bench", "count (takes ctx)"), ("bench-read", "read (no ctx)")):
-            for turns in (10, 50, 100):
+            for turns in lengths:
                 state = {**bench_state(folder, turns), "script": script, "pad": pad, "counted": 1}
                 result = await runs.start("counter", "count", state=state)
                 assert result.reason is StopReason.SUCCESS, result
@@ -167,13 +181,13 @@ async def history_bytes(temporal: TemporalServer, folder: str, pad: int) -> None
         stop_workers(workers)
 
 
-async def stop_at_limit(temporal: TemporalServer, folder: str, limit: int) -> None:
+async def stop_at_limit(temporal: Server, folder: str, limit: int, long_turns: int = LONG_TURNS) -> None:
     """Where a run of one small model and tool call a turn stops, and how long its history replays."""
     queue = f"bench-{uuid.uuid4().hex[:6]}"
     workers = start_workers(temporal.address, queue, 1)
     try:
         runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
-        for turns in (limit, 480):
+        for turns in (limit, long_turns):
             state = {"script": "bench-read", "dir": folder, "k": turns, "pad": 10, "counted": 1}
             state |= {"max_turns": turns + 2, "max_seconds": 86_400}
             began = time.perf_counter()
@@ -238,16 +252,18 @@ def _history_parts(events: Any) -> tuple[int, dict[str, int]]:
 
 async def main(args: argparse.Namespace) -> None:
     if args.history or args.stop:
-        temporal, folder = TemporalServer(), tempfile.mkdtemp()
+        temporal, folder = server_at(args.temporal), tempfile.mkdtemp()
         try:
             if args.stop:
-                await stop_at_limit(temporal, folder, args.limit)
+                long_turns = SMOKE_LONG_TURNS if args.smoke else LONG_TURNS
+                await stop_at_limit(temporal, folder, args.limit, long_turns)
             else:
-                await history_bytes(temporal, folder, args.pad)
+                lengths = SMOKE_HISTORY_TURNS if args.smoke else HISTORY_TURNS
+                await history_bytes(temporal, folder, args.pad, lengths)
         finally:
             temporal.stop()
         return
-    temporal, postgres = TemporalServer(), PostgresServer()
+    temporal, postgres = server_at(args.temporal), PostgresServer()
     folder = tempfile.mkdtemp()
     try:
         print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} (1 min)")
@@ -269,4 +285,10 @@ if __name__ == "__main__":
     parser.add_argument("--stop", action="store_true", help="measure where a long run stops instead")
     parser.add_argument("--limit", type=int, default=100_000, help="turns the run would play (--stop)")
     parser.add_argument("--pad", type=int, default=2000, help="characters of each tool result (--history)")
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--temporal", metavar="HOST:PORT", help=TEMPORAL_HELP)
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
+    arguments = parser.parse_args()
+    if arguments.smoke:
+        arguments.turns, arguments.repeats, arguments.runs = 2, 1, 2
+        arguments.limit, arguments.pad = 3, 10
+    asyncio.run(main(arguments))

@@ -1,6 +1,6 @@
 """What a turn costs: Endstate with full telemetry against the raw OpenTelemetry SDK floor.
 
-Run: `python benchmarks/turn_overhead.py [--repeats N] [--clock cpu|wall] [--no-peer]`.
+Run: `python benchmarks/turn_overhead.py [--repeats N] [--clock cpu|wall] [--no-peer] [--smoke]`.
 Not a test: it prints microseconds per turn (median of repeats; this process's
 CPU time unless `--clock wall`) at 10, 50 and 100 turns per run, and the
 ratios. Every variant plays the same turn: a model reply with one tool call,
@@ -366,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="simulate caches and branch prediction (valgrind): misses and mispredicts a turn, not time",
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a quick check, not a measure: 1 repeat; the peer must be installed unless --no-peer",
+    )
     parser.add_argument("--play", nargs=3, metavar=("VARIANT", "TURNS", "RUNS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.play:
@@ -385,8 +390,14 @@ def main(argv: list[str] | None = None) -> int:
         FULL: run_full,
         OFF: endstate(),
     }
+    if args.smoke:
+        args.repeats = 1
     if not args.no_peer and (pydantic := pydantic_ai_variant()) is not None:
         variants["Pydantic AI, instrumented"] = pydantic
+    elif not args.no_peer and args.smoke:  # a check that names its peer must run it
+        print("error: --smoke without --no-peer needs Pydantic AI: pip install -e '.[dev]'", file=sys.stderr)
+        telemetry.shutdown()
+        return 1
     table = measure(variants, args.repeats, args.clock)
     telemetry.shutdown()
     report(table, f"us/turn, median ({args.clock})")

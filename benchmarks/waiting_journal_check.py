@@ -6,7 +6,7 @@ run's entries against its recorded length (which would find a hole in the middle
 reading every journal of the page (as a check in Python would), and the store's whole `waiting` call
 (the page's SQL with the check, and its rows made records).
 
-    python benchmarks/waiting_journal_check.py [--runs 1000] [--rounds 30] [--no-pg]
+    python benchmarks/waiting_journal_check.py [--runs 1000] [--rounds 30] [--no-pg] [--smoke]
 
 The runs are rows written straight into a fresh store (a SQLite file, and a throwaway PostgreSQL
 server on loopback unless `--no-pg`), entries of about 400 bytes, one of every 50 runs short of its
@@ -107,7 +107,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--no-pg", action="store_true")
+    parser.add_argument(
+        "--smoke", action="store_true", help="a quick check, not a measure: 60 waiting runs, 1 round"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.rounds = 60, 1
     server = None
     if not args.no_pg:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
