@@ -33,7 +33,7 @@ configured ones: a web page cannot rebind its own name to this service);
 `/healthz`, `/readyz` and `/metrics`, which hold no run data, answer any host.
 
 Errors are `{"error": "..."}` with 400 (malformed, a field the endpoint does not take, or
-a query parameter of `GET /runs` or `/pending` it does not take or given twice: `query_of`),
+a query parameter of `GET /runs` or `/pending` it does not take or given twice: `http.query_of`),
 401 (no valid token), 404 (unknown run or path), 405 (a method the path does not take), 408
 (the body did not arrive in time), 409 (not waiting,
 claimed by another worker, or damaged: its stored rows disagree, which no retry mends, and the
@@ -114,6 +114,7 @@ from agent.service.http import (
     known_fields,
     optional,
     parse_json,
+    query_of,
     read_body,
     required,
     said,
@@ -567,20 +568,6 @@ def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]
         and task_type in (None, record.task_type)
         and all(k in record.state and record.state[k] == v for k, v in state.items())
     )
-
-
-def query_of(request: Request, *taken: str) -> dict[str, str]:
-    """A listing's query parameters, each one it takes (`taken`) at most once: 400 for another (a
-    filter misspelt, `task-type`, would list every run) or one given twice (`agent=a&agent=b`: which
-    one a proxy that scopes the listing with its own `agent=` and the service each read differs)."""
-    params = request.query_params
-    if other := sorted(set(params) - set(taken)):
-        raise Problem(
-            400, f"{said(other[0])!r} is no parameter of {request.url.path}: it takes {', '.join(taken)}"
-        )
-    if twice := sorted(k for k in set(params) if len(params.getlist(k)) > 1):
-        raise Problem(400, f"{twice[0]!r} is given {len(params.getlist(twice[0]))} times: give it once")
-    return dict(params)
 
 
 def run_filter(key: str, value: str) -> str:

@@ -177,6 +177,21 @@ def known_fields(body: dict[str, Any], *fields: str) -> dict[str, Any]:
     return body
 
 
+def query_of(request: Request, *taken: str) -> dict[str, str]:
+    """A listing's query parameters, each one it takes (`taken`) at most once: 400 for another (a
+    filter misspelt, `task-type`, would list every run) or one given twice (`agent=a&agent=b`: which
+    one a proxy that scopes the listing with its own `agent=` and the service each read differs).
+    `known_fields` is its counterpart for a body."""
+    params = request.query_params
+    if other := sorted(set(params) - set(taken)):
+        raise Problem(
+            400, f"{said(other[0])!r} is no parameter of {request.url.path}: it takes {', '.join(taken)}"
+        )
+    if twice := sorted(k for k in set(params) if len(params.getlist(k)) > 1):
+        raise Problem(400, f"{twice[0]!r} is given {len(params.getlist(twice[0]))} times: give it once")
+    return dict(params)
+
+
 def required(body: dict[str, Any], key: str) -> str:
     value = body.get(key)
     if not is_text(value):
