@@ -172,6 +172,7 @@ from agent.models.base import (
     ModelReply,
     ModelRequest,
     record_cut_call,
+    shown_id,
 )
 from agent.models.catalog import ModelInfo, ModelTable, Thinking, default_model, partner_id
 from agent.models.claude_limits import (
@@ -615,7 +616,13 @@ class AnthropicModel:
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
             reply = to_reply(
-                message, stream.first_token, events.response.headers, streamed, stream.late, unfinished
+                message,
+                stream.first_token,
+                events.response.headers,
+                streamed,
+                stream.late,
+                unfinished,
+                self._provider,
             )
             _check_new_calls(reply.content, params["messages"])
             reply = with_asked_ttl(reply, message.usage, self._cache)
@@ -1843,6 +1850,23 @@ def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> 
     )
 
 
+# The response header that names the HTTP request, by platform (`gen_ai.provider.name`): Anthropic's
+# `request-id` (the Claude API's `req_...`; Vertex AI passes it on as `req_vrtx_...`), and Amazon
+# Bedrock's own `x-amzn-requestid`, what AWS support asks for (Anthropic's, should Bedrock pass it on,
+# after it). The SDK reads `request-id` alone (`_request_id`, a stream's `request_id`).
+_REQUEST_ID_HEADERS: dict[str, tuple[str, ...]] = {"aws.bedrock": ("x-amzn-requestid", "request-id")}
+_REQUEST_ID_HEADER = ("request-id",)
+
+
+def request_id_of(headers: Mapping[str, str] | None, provider: str = PROVIDER) -> str:
+    """The id of the HTTP request that a reply with `headers` answered, as its platform (`provider`)
+    names it, bounded and escaped (`shown_id`: a header comes from outside); "" when none is given."""
+    for name in _REQUEST_ID_HEADERS.get(provider, _REQUEST_ID_HEADER):
+        if said := shown_id((headers or {}).get(name)):
+            return said
+    return ""
+
+
 def _request_id(headers: Mapping[str, str] | None) -> str:
     """The reply's `request-id` header as an error quotes it (what Anthropic's support asks for), or ""."""
     said = (headers or {}).get("request-id", "").strip()
@@ -1863,11 +1887,13 @@ def to_reply(
     streamed: Mapping[int, Mapping[str, Any]] | None = None,
     late: Mapping[str, Any] | None = None,
     unfinished: Collection[int] = (),
+    provider: str = PROVIDER,
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
     not gather (inputs, a compaction's summary), `late` usage fields streamed that it did not keep
     (`iterations`, the usage's breakdown: see `ModelReply.billed_apart`; `speed`, `inference_geo`),
-    `unfinished` the indexes of blocks whose streamed input is no whole JSON value.
+    `unfinished` the indexes of blocks whose streamed input is no whole JSON value. Its `request_id`
+    is read from the reply's `headers` as the platform `provider` names it (`request_id_of`).
 
     A reply no run could keep (a call with no id or name, or an id the API refuses back, or whose
     input is no JSON object or was cut off before its JSON ended, two calls with one id) raises
@@ -1909,6 +1935,7 @@ def to_reply(
         extra=extra,
         time_to_first_token=time_to_first_token,
         server_tool_use=server_tool_uses(message),
+        request_id=request_id_of(headers, provider),
     )
 
 

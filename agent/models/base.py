@@ -23,6 +23,7 @@ from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
 from agent.models._messages import message_count, messages_of, part_of
 from agent.stops import StopKind
+from agent.text import escaped, shown
 
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
@@ -105,7 +106,11 @@ class ModelReply:
     ended in no provider's words (`StopKind`), what the loop decides on; the
     journal keeps it beside the provider's own `stop_reason`, which telemetry
     records. An adapter that sets no `stop` has its `stop_reason` read in the
-    Messages API's words (`agent.stops.MESSAGES_API_STOPS`).
+    Messages API's words (`agent.stops.MESSAGES_API_STOPS`). `request_id` is
+    the provider's id of the HTTP request that gave the reply (Anthropic's
+    `request-id` header, Amazon Bedrock's `x-amzn-requestid`): what its
+    support asks for about a slow or strange reply, kept on the chat span (not
+    the journal), as `shown_id` bounds it; `response_id` is the message's id.
     """
 
     content: list[dict[str, Any]]
@@ -121,6 +126,7 @@ class ModelReply:
     time_to_first_token: float | None = None
     server_tool_use: dict[str, int] = field(default_factory=dict)
     stop: StopKind | None = None
+    request_id: str = ""
 
     @property
     def billed_apart(self) -> list[ModelReply]:
@@ -245,6 +251,23 @@ class ModelReply:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+MOST_ID_CHARS = 128  # an id a provider sends (a request's, a message's), as a span shows it
+
+
+def shown_id(value: object) -> str:
+    """An id a provider sent (a response header's request id, a message id), as a span or a log may
+    show it: blanks around it stripped, each character a terminal would not show as itself escaped
+    (`\\xNN`, as `agent.text.visible` writes it; a line break or a tab too), and cut to
+    `MOST_ID_CHARS`: a broken or hostile server's value of megabytes, or of escape sequences, never
+    reaches a span raw. "" for no string. Applied twice, it gives the same."""
+    if not isinstance(value, str):
+        return ""
+    text = value[: 4 * MOST_ID_CHARS].strip()
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(c if shown(c) and c not in "\n\t" else escaped(c) for c in text)
+    return text[:MOST_ID_CHARS].rstrip()
 
 
 def max_tokens_problem(model: object, max_tokens: int) -> str | None:
