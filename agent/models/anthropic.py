@@ -166,6 +166,7 @@ from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
     COUNT_UNKNOWN,
+    NAMED_UNASKED,
     NOT_BILLED,
     PROVIDER_DATA,
     Message,
@@ -499,6 +500,7 @@ class AnthropicModel:
         self._extra_body = _extra_body(extra_body)
         _check_sampling(self._extra_body, model, by_row)
         self._tool_options = _tool_options(tool_options)
+        self._models_named = models_named(model, self._server_tools, self._extra_body)
         _check_json(
             {"server_tools": self._server_tools, "tool_options": self._tool_options}
             | self._options
@@ -625,6 +627,7 @@ class AnthropicModel:
                 self._provider,
             )
             _check_new_calls(reply.content, params["messages"])
+            reply = with_unasked_marked(reply, self._models_named)
             reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
@@ -2423,6 +2426,41 @@ def _billed(iterations: Any, content: Sequence[Mapping[str, Any]] = ()) -> dict[
             if i.get("type") in _SAMPLED
         ]
     return {key: parts for key, parts in billed.items() if parts}
+
+
+def models_named(
+    model: str, server_tools: Sequence[Mapping[str, Any]], extra_body: Mapping[str, Any] | None
+) -> frozenset[str]:
+    """The models a request of `model` names: `model`, each model of its `fallbacks` list (its string
+    form, "default", leaves the choice to the API and names none), and each advisor tool's `model`.
+    A part of a reply's usage naming another is the server's word alone (`with_unasked_marked`)."""
+    fallbacks = (extra_body or {}).get("fallbacks")
+    listed = fallbacks if isinstance(fallbacks, list) else []
+    tools = [spec for spec in server_tools if str(spec.get("type", "")).startswith("advisor_")]
+    named = [_field(entry, "model") for entry in listed] + [spec.get("model") for spec in tools]
+    return frozenset({model, *(m for m in named if isinstance(m, str) and m)})
+
+
+def with_unasked_marked(reply: ModelReply, named: frozenset[str]) -> ModelReply:
+    """`reply` with each part of its usage (`BILLED_BY_MODEL`, `BILLED_APART`) that names a model not in
+    `named` (`models_named`: a dated id of one is that one) marked `NAMED_UNASKED`: priced by the model
+    asked, as a reply naming another model is, never at a cheaper model a server named."""
+    extra = reply.extra
+    if not extra or not (BILLED_BY_MODEL in extra or BILLED_APART in extra):  # most replies
+        return reply
+    marked = {
+        key: [_unasked_marked(part, named) for part in extra[key]]
+        for key in (BILLED_BY_MODEL, BILLED_APART)
+        if key in extra
+    }
+    return _replace_reply(reply, extra=extra | marked)
+
+
+def _unasked_marked(part: dict[str, Any], named: frozenset[str]) -> dict[str, Any]:
+    model = part.get("model")
+    if not model or any(_same_id(model, asked) for asked in named):
+        return part
+    return part | {NAMED_UNASKED: True}
 
 
 def _declined_unbilled(iteration: Mapping[str, Any], hops: Sequence[Mapping[str, Any]]) -> bool:

@@ -31,6 +31,10 @@ PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the jou
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
 NOT_BILLED = "not_billed"  # ... true when the provider bills nothing of the call (its tokens still count)
+# ... true on a part of a call (`BILLED_BY_MODEL`, `BILLED_APART`) naming a model its request did not name
+# (not the model asked, nor a fallback or an advisor it listed): the server's word alone, priced as a
+# reply's own model is, by the model asked (`PriceTable`: the dearer of the two)
+NAMED_UNASKED = "named_unasked"
 # ... true when the provider gave no count of the call's input that a call could have (none, negative,
 # past what its context window holds): the tokens counted of it are a floor, its cost unknown
 COUNT_UNKNOWN = "count_unknown"
@@ -38,6 +42,7 @@ COUNT_UNKNOWN = "count_unknown"
 # (a US-only call costs more), how fast (fast mode is priced apart) and the service tier that served
 # it (Priority Tier and the batch tier are priced apart).
 _SAID_OF_EACH_PART = ("inference_geo", "speed", "service_tier")
+_PART_FLAGS = (NOT_BILLED, NAMED_UNASKED)  # what a part of a call says of itself alone
 CALL_MODEL = (
     "call_model"  # ... of the model a call asked for, told only by its reply (see `ModelRequest.model`)
 )
@@ -147,7 +152,8 @@ class ModelReply:
         """The parts under `key`. Those `billed_by_model` split this reply's own usage, so what it says
         of the whole call holds for each (its `speed` too), and its server tool uses are billed once,
         with the last part: the model that answered. A part the provider does not bill (an attempt
-        that declined before any output) says so (`NOT_BILLED` in its `extra`)."""
+        that declined before any output) says so (`NOT_BILLED` in its `extra`), and one naming a model
+        its request did not name too (`NAMED_UNASKED`)."""
         if not self.extra or key not in self.extra:  # most replies: asked for every call's cost
             return []
         by_model = key == BILLED_BY_MODEL
@@ -160,7 +166,7 @@ class ModelReply:
                 input_tokens=part.get("input_tokens", 0),
                 output_tokens=part.get("output_tokens", 0),
                 model=part.get("model", ""),
-                extra=extra | {NOT_BILLED: True} if part.get(NOT_BILLED) is True else dict(extra),
+                extra=extra | {flag: True for flag in _PART_FLAGS if part.get(flag) is True},
                 cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
                 cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
                 cache_creation_1h_input_tokens=part.get("cache_creation_1h_input_tokens", 0),
