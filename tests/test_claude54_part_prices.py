@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from messages_api import MessagesAPI, Response, iteration, message, tool_use
 
-from agent import Agent, Budget, RetryPolicy, StopReason, tool
+from agent import Agent, Budget, PriceTable, RetryPolicy, StopReason, tool
 from agent.models.anthropic import AnthropicModel
+from agent.models.base import BILLED_BY_MODEL, NAMED_UNASKED, ModelReply
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
 ASKED, CHEAP = "claude-opus-4-6", "claude-haiku-4-5"  # $5 / $25 and $1 / $5 per million tokens
@@ -118,3 +119,18 @@ def test_a_part_naming_a_dearer_model_than_asked_is_priced_at_the_dearer() -> No
     result = run(fell_back(DONE, named=ASKED, declined="claude-opus-4-1"))  # $15 / $75
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd == pytest.approx((1_000 * 15 + 50 * 75) / 1e6 + opus(2_000, 100))
+
+
+def test_only_a_part_the_adapter_marked_is_priced_as_asked_so_a_recorded_reply_prices_as_it_did() -> None:
+    # A reply recorded before the mark (a Temporal history, replayed) keeps the price it had then.
+    parts = [
+        {"input_tokens": 1_000, "output_tokens": 50, "model": CHEAP},
+        {"input_tokens": 2_000, "output_tokens": 100, "model": CHEAP},
+    ]
+    recorded = ModelReply([], 3_000, 150, model=CHEAP, extra={BILLED_BY_MODEL: parts})
+    marked = ModelReply(
+        [], 3_000, 150, model=CHEAP, extra={BILLED_BY_MODEL: [p | {NAMED_UNASKED: True} for p in parts]}
+    )
+    prices = PriceTable()
+    assert prices.cost_of(ASKED, recorded) == pytest.approx(haiku(3_000, 150))
+    assert prices.cost_of(ASKED, marked) == pytest.approx(opus(3_000, 150))

@@ -127,6 +127,11 @@ Choices worth knowing:
   the model is told its files are gone; when code in the expired container
   waits for tool results, they can no longer reach it, and the call fails
   (`error_type` `container_expired`).
+- A reply's `request_id` is the id of the HTTP request behind it (`request-id`; Amazon Bedrock's
+  `x-amzn-requestid`: `request_id_of`), bounded and escaped, for the chat span: what support asks for.
+  The parts of its usage naming a model the request did not name (not the model asked, a model of its
+  `fallbacks` list, its advisor tool's model) are marked `NAMED_UNASKED` (`with_unasked_marked`), so
+  that they are priced by the model asked, never at a cheaper model a server named.
 - `extra["rate_limit"]` holds the reply's rate-limit headers (`anthropic-ratelimit-*`,
   fast mode's `anthropic-fast-*`, the priority tier's `anthropic-priority-*`),
   `extra["stop_details"]` the API's details of a refusal (kept in the journal too, and said in the
