@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from messages_api import MessagesAPI, Response, iteration, message, tool_use
+from messages_api import MessagesAPI, Response, fallback_block, iteration, message, tool_use
 
 from agent import Agent, Budget, PriceTable, RetryPolicy, StopReason, tool
 from agent.models.anthropic import AnthropicModel
@@ -134,3 +134,25 @@ def test_only_a_part_the_adapter_marked_is_priced_as_asked_so_a_recorded_reply_p
     prices = PriceTable()
     assert prices.cost_of(ASKED, recorded) == pytest.approx(haiku(3_000, 150))
     assert prices.cost_of(ASKED, marked) == pytest.approx(opus(3_000, 150))
+
+
+def test_an_attempt_said_to_have_declined_is_billed_when_the_request_asked_for_no_fallback() -> None:
+    # Without `fallbacks` no fallback can happen: an attempt "declined before any output" in a category
+    # not billed is the server's word too, and left a call's input out of the cost ceiling.
+    parts = [
+        iteration("message", 1_000, 0, model=ASKED),
+        iteration("fallback_message", 2_000, 100, model=CHEAP),
+    ]
+    reply = message(
+        fallback_block(ASKED, CHEAP, "cyber"),
+        DONE,
+        input_tokens=2_000,
+        output_tokens=100,
+        model=CHEAP,
+        usage={"iterations": parts},
+    )
+    result = run(reply)
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx(opus(3_000, 100))
+    asked = run(reply, extra_body={"fallbacks": [{"model": CHEAP}]})  # asked for: the API's rule holds
+    assert asked.cost_usd == pytest.approx(haiku(2_000, 100))

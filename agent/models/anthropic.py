@@ -131,7 +131,8 @@ Choices worth knowing:
   `x-amzn-requestid`: `request_id_of`), bounded and escaped, for the chat span: what support asks for.
   The parts of its usage naming a model the request did not name (not the model asked, a model of its
   `fallbacks` list, its advisor tool's model) are marked `NAMED_UNASKED` (`with_unasked_marked`), so
-  that they are priced by the model asked, never at a cheaper model a server named.
+  that they are priced by the model asked, never at a cheaper model a server named; when the request
+  asked for no fallback, an attempt said to have declined before any output is billed all the same.
 - `extra["rate_limit"]` holds the reply's rate-limit headers (`anthropic-ratelimit-*`,
   fast mode's `anthropic-fast-*`, the priority tier's `anthropic-priority-*`),
   `extra["stop_details"]` the API's details of a refusal (kept in the journal too, and said in the
@@ -506,6 +507,7 @@ class AnthropicModel:
         _check_sampling(self._extra_body, model, by_row)
         self._tool_options = _tool_options(tool_options)
         self._models_named = models_named(model, self._server_tools, self._extra_body)
+        self._fallbacks = bool((self._extra_body or {}).get("fallbacks"))  # asked for: "default" or a list
         _check_json(
             {"server_tools": self._server_tools, "tool_options": self._tool_options}
             | self._options
@@ -632,7 +634,7 @@ class AnthropicModel:
                 self._provider,
             )
             _check_new_calls(reply.content, params["messages"])
-            reply = with_unasked_marked(reply, self._models_named)
+            reply = with_unasked_marked(reply, self._models_named, self._fallbacks)
             reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
@@ -2446,23 +2448,30 @@ def models_named(
     return frozenset({model, *(m for m in named if isinstance(m, str) and m)})
 
 
-def with_unasked_marked(reply: ModelReply, named: frozenset[str]) -> ModelReply:
+def with_unasked_marked(reply: ModelReply, named: frozenset[str], fallbacks: bool = True) -> ModelReply:
     """`reply` with each part of its usage (`BILLED_BY_MODEL`, `BILLED_APART`) that names a model not in
     `named` (`models_named`: a dated id of one is that one) marked `NAMED_UNASKED`: priced by the model
-    asked, as a reply naming another model is, never at a cheaper model a server named."""
+    asked, as a reply naming another model is, never at a cheaper model a server named. When the request
+    asked for no fallback (`fallbacks` False), none can have happened: an attempt said to have declined
+    before any output is billed all the same (its `NOT_BILLED` dropped), so that no server's word leaves
+    a call's tokens out of the cost ceiling."""
     extra = reply.extra
     if not extra or not (BILLED_BY_MODEL in extra or BILLED_APART in extra):  # most replies
         return reply
     marked = {
-        key: [_unasked_marked(part, named) for part in extra[key]]
+        key: [_unasked_marked(part, named, fallbacks or key != BILLED_BY_MODEL) for part in extra[key]]
         for key in (BILLED_BY_MODEL, BILLED_APART)
         if key in extra
     }
     return _replace_reply(reply, extra=extra | marked)
 
 
-def _unasked_marked(part: dict[str, Any], named: frozenset[str]) -> dict[str, Any]:
+def _unasked_marked(part: dict[str, Any], named: frozenset[str], declined_unbilled: bool) -> dict[str, Any]:
+    """`part`, marked `NAMED_UNASKED` when its model is not in `named`, and billed when it says it is not
+    (`NOT_BILLED`) unless `declined_unbilled` (the request asked for the fallback it declined before)."""
     model = part.get("model")
+    if not declined_unbilled and NOT_BILLED in part:
+        part = {k: v for k, v in part.items() if k != NOT_BILLED}
     if not model or any(_same_id(model, asked) for asked in named):
         return part
     return part | {NAMED_UNASKED: True}
