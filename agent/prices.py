@@ -9,8 +9,13 @@ gateway's routing) is priced at the dearer of the two models' prices, or at the 
 the other has none (what the call costs at least: an unknown cost would leave the call out of the
 ceiling), and a warning names both, once per pair. A price given for the name asked (a proxy's alias:
 `PriceTable({name: Price(...)})`) is what its calls cost, whatever the reply names. The chat span keeps
-the named model as `gen_ai.response.model`. The loop's cost ceiling, the run's cost, the spans and the
-metrics all take a call's cost from `PriceTable.usage_of`: one path.
+the named model as `gen_ai.response.model`. The parts of a call's usage that name a model each (a
+server-side fallback's attempts, an advisor's answer) follow the same rule: a part naming a model the
+request named (the model asked, a model of its `fallbacks` list, its advisor tool's model) is priced at
+that model's price; one naming any other model (every model when the request leaves the fallback to
+the API, `fallbacks: "default"`) is marked by the adapter (`NAMED_UNASKED`) and priced as a reply
+naming it is, at the dearer of it and the model asked. The loop's cost ceiling, the run's cost, the
+spans and the metrics all take a call's cost from `PriceTable.usage_of`: one path.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError
-from agent.models.base import COUNT_UNKNOWN, NOT_BILLED
+from agent.models.base import COUNT_UNKNOWN, NAMED_UNASKED, NOT_BILLED
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
@@ -146,7 +151,8 @@ class PriceTable:
         `model`'s when the other has none, and a warning says so once per pair: the name comes from
         the server, and a gateway naming a cheaper model must not lower what a cost ceiling counts.
         A price given for `model` itself (a proxy's alias) is what its calls cost, whatever the reply
-        names. A server-side fallback's parts (`billed_by_model`) are each priced as its model."""
+        names. A server-side fallback's parts (`billed_by_model`) are each priced as its model, but one
+        naming a model its request did not name, by `model` so (`_parts_cost`)."""
         if reply.extra.get(COUNT_UNKNOWN) is True:  # the provider did not say what the call read
             self._report_uncounted(model)
             return None
@@ -160,12 +166,16 @@ class PriceTable:
         return None if cost is None or apart_cost is None else cost + apart_cost
 
     def _parts_cost(self, model: str, parts: list[ModelReply]) -> float | None:
-        """The cost of calls each at its own model's price (`model` for those that name none)."""
+        """The cost of calls each at its own model's price (`model` for those that name none), but for
+        a part naming a model its request did not name (`NAMED_UNASKED`): priced as a reply's own
+        model is, by `model` (`_own_cost`: the dearer of the two), so that a server naming a cheaper
+        model in a part does not lower what a cost ceiling counts."""
         total = 0.0
         for part in parts:
             if part.extra.get(NOT_BILLED) is True:  # a fallback's attempt declined before any output
                 continue
-            cost = self._own_cost(part.model or model, part)
+            asked = model if part.extra.get(NAMED_UNASKED) is True else part.model or model
+            cost = self._own_cost(asked, part)
             if cost is None:
                 return None
             total += cost

@@ -302,6 +302,10 @@ GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chun
 # rate-limit headers (`anthropic.ratelimit.requests-remaining`, ..., and `retry-after`).
 SERVER_TOOL_USE_PREFIX: Final = "anthropic.usage.server_tool_use."  # no GenAI convention for it yet
 RATE_LIMIT_PREFIX: Final = "anthropic.ratelimit."
+# On chat spans: the id of the HTTP request behind the reply (`ModelReply.request_id`: Anthropic's
+# `request-id` header, Amazon Bedrock's `x-amzn-requestid`), what the provider's support asks for. No
+# GenAI convention names it; the `anthropic` SDK's own call span does, so: the name the SDK gives it.
+ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
 METRIC_GEN_AI_TIME_TO_FIRST_CHUNK: Final = "gen_ai_client_operation_time_to_first_chunk_seconds"  # histogram
 BUCKETS_GEN_AI_TIME_TO_FIRST_CHUNK: Final = BUCKETS_GEN_AI_OPERATION_DURATION
 

@@ -46,7 +46,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
-from agent.models.base import BILLED_APART, BILLED_BY_MODEL, CALL_MODEL
+from agent.models.base import BILLED_APART, BILLED_BY_MODEL, CALL_MODEL, shown_id
 from agent.result import StopCause, StopReason
 from telemetry import _content
 from telemetry import names as n
@@ -717,14 +717,16 @@ def _called(attributes: dict[str, Any], model: str) -> str:
 
 
 def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None:
-    """The reply's usage, finish reason, model and quota, added to its call's `attributes`."""
+    """The reply's usage, finish reason, model, ids and quota, added to its call's `attributes`."""
     attributes[n.GEN_AI_USAGE_INPUT_TOKENS] = reply.input_tokens
     attributes[n.GEN_AI_USAGE_OUTPUT_TOKENS] = reply.output_tokens
     attributes[n.GEN_AI_RESPONSE_FINISH_REASONS] = (reply.stop_reason,)
     if reply.model:
         attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
-    if reply.response_id:
-        attributes[n.GEN_AI_RESPONSE_ID] = reply.response_id
+    if reply.response_id:  # ids from outside, bounded and escaped (`shown_id`)
+        attributes[n.GEN_AI_RESPONSE_ID] = shown_id(reply.response_id)
+    if reply.request_id:
+        attributes[n.ANTHROPIC_REQUEST_ID] = shown_id(reply.request_id)
     attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
     extra = reply.extra  # most replies: empty

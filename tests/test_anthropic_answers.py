@@ -45,10 +45,12 @@ def write(path: str, body: str) -> str:
     return f"wrote {path}"
 
 
-def run(*responses: Response, **options: Any) -> tuple[Any, MessagesAPI]:
+def run(
+    *responses: Response, model_options: dict[str, Any] | None = None, **options: Any
+) -> tuple[Any, MessagesAPI]:
     WROTE.clear()
     with MessagesAPI(*responses) as api:
-        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url)
+        model = AnthropicModel(MODEL, api_key="sk-ant-test", base_url=api.url, **(model_options or {}))
         budget = Budget(max_turns=6, max_seconds=60)
         agent = Agent("answers", model, tools=[write], budget=budget, retry=FAST, **options)
         return agent.run("Do the task."), api
@@ -357,7 +359,8 @@ def test_an_advisor_models_answer_is_charged_at_the_advisor_models_price() -> No
 
 def test_an_advisor_model_with_no_known_price_makes_the_cost_unknown() -> None:
     advice = iteration("advisor_message", 40_000, 1_500, model="claude-unheard-of-9")
-    result, _ = run(message(DONE, usage={"iterations": [advice]}))
+    advisor = {"type": "advisor_20260301", "name": "advisor", "model": "claude-unheard-of-9"}
+    result, _ = run(message(DONE, usage={"iterations": [advice]}), model_options={"server_tools": [advisor]})
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd is None
 
@@ -388,6 +391,9 @@ def test_a_reply_paused_after_a_compaction_goes_on_in_the_same_turn() -> None:
     assert last["role"] == "assistant" and last["content"][0]["content"] == COMPACTION["content"]
 
 
+HAIKU_FALLBACK = {"fallbacks": [{"model": "claude-haiku-4-5"}]}  # a fallback happens only when asked for
+
+
 def test_a_reply_a_fallback_model_finished_is_priced_part_by_model() -> None:
     # Server-side fallback (a beta): the requested model declined after 1,000 input tokens and the
     # fallback model answered; the top-level usage sums both under one model id.
@@ -397,7 +403,9 @@ def test_a_reply_a_fallback_model_finished_is_priced_part_by_model() -> None:
     with MessagesAPI(
         message(DONE, input_tokens=3_000, output_tokens=150, model="claude-haiku-4-5", usage=usage)
     ) as api:
-        model = AnthropicModel("claude-opus-4-6", api_key="sk-ant-test", base_url=api.url)
+        model = AnthropicModel(
+            "claude-opus-4-6", api_key="sk-ant-test", base_url=api.url, extra_body=HAIKU_FALLBACK
+        )
         result = Agent("fallback", model, tools=[write], retry=FAST).run("Do the task.")
     assert result.reason is StopReason.SUCCESS, result.note
     assert result.cost_usd == pytest.approx((1_000 * 5 + 50 * 25 + 2_000 * 1 + 100 * 5) / 1e6)
@@ -418,7 +426,9 @@ def test_the_parts_of_a_reply_billed_by_model_price_their_one_hour_cache_writes_
     }
     reply = message(DONE, input_tokens=3_000, output_tokens=150, model="claude-haiku-4-5", usage=usage)
     with MessagesAPI(reply) as api:
-        model = AnthropicModel("claude-opus-4-6", api_key="sk-ant-test", base_url=api.url, cache="1h")
+        model = AnthropicModel(
+            "claude-opus-4-6", api_key="sk-ant-test", base_url=api.url, cache="1h", extra_body=HAIKU_FALLBACK
+        )
         result = Agent("fallback", model, tools=[write], retry=FAST).run("Do the task.")
     assert result.reason is StopReason.SUCCESS, result.note
     opus = 1_000 * 5 + 10_000 * 5 * 2 + 50 * 25

@@ -30,7 +30,11 @@ def cost_of_run(requested: str, answered: str, usage: dict[str, Any]) -> float |
     reply = message(DONE, input_tokens=3_000, output_tokens=150, model=answered, usage=usage)
     with MessagesAPI(reply) as api:
         model = AnthropicModel(
-            requested, api_key="sk-ant-test", base_url=api.url, server_tools=[web_search()]
+            requested,
+            api_key="sk-ant-test",
+            base_url=api.url,
+            server_tools=[web_search()],
+            extra_body={"fallbacks": [{"model": answered}]},  # the fallback the request names
         )
         result = Agent("fallback", model, retry=FAST).run("Look it up.")
     assert result.reason is StopReason.SUCCESS, result.note

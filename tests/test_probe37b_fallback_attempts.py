@@ -32,7 +32,8 @@ def run(declined_output: int, *content: dict[str, Any], declined_model: str = RE
         *content, DONE, input_tokens=2_000, output_tokens=100, model=SERVING, usage={"iterations": parts}
     )
     with MessagesAPI(reply) as api:
-        model = AnthropicModel(REQUESTED, api_key="sk-ant-test", base_url=api.url)
+        asked = {"fallbacks": [{"model": SERVING}]}  # a fallback happens only when the request asks for it
+        model = AnthropicModel(REQUESTED, api_key="sk-ant-test", base_url=api.url, extra_body=asked)
         result = Agent("fallback", model, retry=FAST).run("Do it.")
     assert result.reason is StopReason.SUCCESS, result.note
     assert (result.input_tokens, result.output_tokens) == (3_000, 100 + declined_output)  # every attempt

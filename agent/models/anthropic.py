@@ -127,6 +127,12 @@ Choices worth knowing:
   the model is told its files are gone; when code in the expired container
   waits for tool results, they can no longer reach it, and the call fails
   (`error_type` `container_expired`).
+- A reply's `request_id` is the id of the HTTP request behind it (`request-id`; Amazon Bedrock's
+  `x-amzn-requestid`: `request_id_of`), bounded and escaped, for the chat span: what support asks for.
+  The parts of its usage naming a model the request did not name (not the model asked, a model of its
+  `fallbacks` list, its advisor tool's model) are marked `NAMED_UNASKED` (`with_unasked_marked`), so
+  that they are priced by the model asked, never at a cheaper model a server named; when the request
+  asked for no fallback, an attempt said to have declined before any output is billed all the same.
 - `extra["rate_limit"]` holds the reply's rate-limit headers (`anthropic-ratelimit-*`,
   fast mode's `anthropic-fast-*`, the priority tier's `anthropic-priority-*`),
   `extra["stop_details"]` the API's details of a refusal (kept in the journal too, and said in the
@@ -166,12 +172,14 @@ from agent.models.base import (
     BILLED_APART,
     BILLED_BY_MODEL,
     COUNT_UNKNOWN,
+    NAMED_UNASKED,
     NOT_BILLED,
     PROVIDER_DATA,
     Message,
     ModelReply,
     ModelRequest,
     record_cut_call,
+    shown_id,
 )
 from agent.models.catalog import ModelInfo, ModelTable, Thinking, default_model, partner_id
 from agent.models.claude_limits import (
@@ -498,6 +506,8 @@ class AnthropicModel:
         self._extra_body = _extra_body(extra_body)
         _check_sampling(self._extra_body, model, by_row)
         self._tool_options = _tool_options(tool_options)
+        self._models_named = models_named(model, self._server_tools, self._extra_body)
+        self._fallbacks = bool((self._extra_body or {}).get("fallbacks"))  # asked for: "default" or a list
         _check_json(
             {"server_tools": self._server_tools, "tool_options": self._tool_options}
             | self._options
@@ -615,9 +625,16 @@ class AnthropicModel:
                 message = await stream.follow(events)
             streamed, unfinished = stream.fields(), stream.unfinished()
             reply = to_reply(
-                message, stream.first_token, events.response.headers, streamed, stream.late, unfinished
+                message,
+                stream.first_token,
+                events.response.headers,
+                streamed,
+                stream.late,
+                unfinished,
+                self._provider,
             )
             _check_new_calls(reply.content, params["messages"])
+            reply = with_unasked_marked(reply, self._models_named, self._fallbacks)
             reply = with_asked_ttl(reply, message.usage, self._cache)
             reply = reply if self._refusals_as_claude_api else billed_as_any_call(reply)
             return with_binding(with_container(reply, container), params)
@@ -1843,6 +1860,23 @@ def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> 
     )
 
 
+# The response header that names the HTTP request, by platform (`gen_ai.provider.name`): Anthropic's
+# `request-id` (the Claude API's `req_...`; Vertex AI passes it on as `req_vrtx_...`), and Amazon
+# Bedrock's own `x-amzn-requestid`, what AWS support asks for (Anthropic's, should Bedrock pass it on,
+# after it). The SDK reads `request-id` alone (`_request_id`, a stream's `request_id`).
+_REQUEST_ID_HEADERS: dict[str, tuple[str, ...]] = {"aws.bedrock": ("x-amzn-requestid", "request-id")}
+_REQUEST_ID_HEADER = ("request-id",)
+
+
+def request_id_of(headers: Mapping[str, str] | None, provider: str = PROVIDER) -> str:
+    """The id of the HTTP request that a reply with `headers` answered, as its platform (`provider`)
+    names it, bounded and escaped (`shown_id`: a header comes from outside); "" when none is given."""
+    for name in _REQUEST_ID_HEADERS.get(provider, _REQUEST_ID_HEADER):
+        if said := shown_id((headers or {}).get(name)):
+            return said
+    return ""
+
+
 def _request_id(headers: Mapping[str, str] | None) -> str:
     """The reply's `request-id` header as an error quotes it (what Anthropic's support asks for), or ""."""
     said = (headers or {}).get("request-id", "").strip()
@@ -1863,11 +1897,13 @@ def to_reply(
     streamed: Mapping[int, Mapping[str, Any]] | None = None,
     late: Mapping[str, Any] | None = None,
     unfinished: Collection[int] = (),
+    provider: str = PROVIDER,
 ) -> ModelReply:
     """A `ModelReply` from an SDK `Message`; `streamed` are fields of blocks streamed that the SDK did
     not gather (inputs, a compaction's summary), `late` usage fields streamed that it did not keep
     (`iterations`, the usage's breakdown: see `ModelReply.billed_apart`; `speed`, `inference_geo`),
-    `unfinished` the indexes of blocks whose streamed input is no whole JSON value.
+    `unfinished` the indexes of blocks whose streamed input is no whole JSON value. Its `request_id`
+    is read from the reply's `headers` as the platform `provider` names it (`request_id_of`).
 
     A reply no run could keep (a call with no id or name, or an id the API refuses back, or whose
     input is no JSON object or was cut off before its JSON ended, two calls with one id) raises
@@ -1909,6 +1945,7 @@ def to_reply(
         extra=extra,
         time_to_first_token=time_to_first_token,
         server_tool_use=server_tool_uses(message),
+        request_id=request_id_of(headers, provider),
     )
 
 
@@ -2396,6 +2433,48 @@ def _billed(iterations: Any, content: Sequence[Mapping[str, Any]] = ()) -> dict[
             if i.get("type") in _SAMPLED
         ]
     return {key: parts for key, parts in billed.items() if parts}
+
+
+def models_named(
+    model: str, server_tools: Sequence[Mapping[str, Any]], extra_body: Mapping[str, Any] | None
+) -> frozenset[str]:
+    """The models a request of `model` names: `model`, each model of its `fallbacks` list (its string
+    form, "default", leaves the choice to the API and names none), and each advisor tool's `model`.
+    A part of a reply's usage naming another is the server's word alone (`with_unasked_marked`)."""
+    fallbacks = (extra_body or {}).get("fallbacks")
+    listed = fallbacks if isinstance(fallbacks, list) else []
+    tools = [spec for spec in server_tools if str(spec.get("type", "")).startswith("advisor_")]
+    named = [_field(entry, "model") for entry in listed] + [spec.get("model") for spec in tools]
+    return frozenset({model, *(m for m in named if isinstance(m, str) and m)})
+
+
+def with_unasked_marked(reply: ModelReply, named: frozenset[str], fallbacks: bool = True) -> ModelReply:
+    """`reply` with each part of its usage (`BILLED_BY_MODEL`, `BILLED_APART`) that names a model not in
+    `named` (`models_named`: a dated id of one is that one) marked `NAMED_UNASKED`: priced by the model
+    asked, as a reply naming another model is, never at a cheaper model a server named. When the request
+    asked for no fallback (`fallbacks` False), none can have happened: an attempt said to have declined
+    before any output is billed all the same (its `NOT_BILLED` dropped), so that no server's word leaves
+    a call's tokens out of the cost ceiling."""
+    extra = reply.extra
+    if not extra or not (BILLED_BY_MODEL in extra or BILLED_APART in extra):  # most replies
+        return reply
+    marked = {
+        key: [_unasked_marked(part, named, fallbacks or key != BILLED_BY_MODEL) for part in extra[key]]
+        for key in (BILLED_BY_MODEL, BILLED_APART)
+        if key in extra
+    }
+    return _replace_reply(reply, extra=extra | marked)
+
+
+def _unasked_marked(part: dict[str, Any], named: frozenset[str], declined_unbilled: bool) -> dict[str, Any]:
+    """`part`, marked `NAMED_UNASKED` when its model is not in `named`, and billed when it says it is not
+    (`NOT_BILLED`) unless `declined_unbilled` (the request asked for the fallback it declined before)."""
+    model = part.get("model")
+    if not declined_unbilled and NOT_BILLED in part:
+        part = {k: v for k, v in part.items() if k != NOT_BILLED}
+    if not model or any(_same_id(model, asked) for asked in named):
+        return part
+    return part | {NAMED_UNASKED: True}
 
 
 def _declined_unbilled(iteration: Mapping[str, Any], hops: Sequence[Mapping[str, Any]]) -> bool:

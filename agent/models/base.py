@@ -23,6 +23,7 @@ from agent.journal import NO_DATA, Entry, Part, Reply
 from agent.journal import Call as ToolCall  # one tool call: the journal's own type
 from agent.models._messages import message_count, messages_of, part_of
 from agent.stops import StopKind
+from agent.text import escaped, shown
 
 Message = dict[str, Any]
 ToolSpec = dict[str, Any]
@@ -30,6 +31,10 @@ PROVIDER_DATA = "provider_data"  # the key in `ModelReply.extra` of what the jou
 BILLED_APART = "billed_apart"  # the key in `ModelReply.extra` of calls made within one, billed apart
 BILLED_BY_MODEL = "billed_by_model"  # ... of the parts of one call's usage that models billed apart
 NOT_BILLED = "not_billed"  # ... true when the provider bills nothing of the call (its tokens still count)
+# ... true on a part of a call (`BILLED_BY_MODEL`, `BILLED_APART`) naming a model its request did not name
+# (not the model asked, nor a fallback or an advisor it listed): the server's word alone, priced as a
+# reply's own model is, by the model asked (`PriceTable`: the dearer of the two)
+NAMED_UNASKED = "named_unasked"
 # ... true when the provider gave no count of the call's input that a call could have (none, negative,
 # past what its context window holds): the tokens counted of it are a floor, its cost unknown
 COUNT_UNKNOWN = "count_unknown"
@@ -37,6 +42,7 @@ COUNT_UNKNOWN = "count_unknown"
 # (a US-only call costs more), how fast (fast mode is priced apart) and the service tier that served
 # it (Priority Tier and the batch tier are priced apart).
 _SAID_OF_EACH_PART = ("inference_geo", "speed", "service_tier")
+_PART_FLAGS = (NOT_BILLED, NAMED_UNASKED)  # what a part of a call says of itself alone
 CALL_MODEL = (
     "call_model"  # ... of the model a call asked for, told only by its reply (see `ModelRequest.model`)
 )
@@ -105,7 +111,11 @@ class ModelReply:
     ended in no provider's words (`StopKind`), what the loop decides on; the
     journal keeps it beside the provider's own `stop_reason`, which telemetry
     records. An adapter that sets no `stop` has its `stop_reason` read in the
-    Messages API's words (`agent.stops.MESSAGES_API_STOPS`).
+    Messages API's words (`agent.stops.MESSAGES_API_STOPS`). `request_id` is
+    the provider's id of the HTTP request that gave the reply (Anthropic's
+    `request-id` header, Amazon Bedrock's `x-amzn-requestid`): what its
+    support asks for about a slow or strange reply, kept on the chat span (not
+    the journal), as `shown_id` bounds it; `response_id` is the message's id.
     """
 
     content: list[dict[str, Any]]
@@ -121,6 +131,7 @@ class ModelReply:
     time_to_first_token: float | None = None
     server_tool_use: dict[str, int] = field(default_factory=dict)
     stop: StopKind | None = None
+    request_id: str = ""
 
     @property
     def billed_apart(self) -> list[ModelReply]:
@@ -141,7 +152,8 @@ class ModelReply:
         """The parts under `key`. Those `billed_by_model` split this reply's own usage, so what it says
         of the whole call holds for each (its `speed` too), and its server tool uses are billed once,
         with the last part: the model that answered. A part the provider does not bill (an attempt
-        that declined before any output) says so (`NOT_BILLED` in its `extra`)."""
+        that declined before any output) says so (`NOT_BILLED` in its `extra`), and one naming a model
+        its request did not name too (`NAMED_UNASKED`)."""
         if not self.extra or key not in self.extra:  # most replies: asked for every call's cost
             return []
         by_model = key == BILLED_BY_MODEL
@@ -154,7 +166,7 @@ class ModelReply:
                 input_tokens=part.get("input_tokens", 0),
                 output_tokens=part.get("output_tokens", 0),
                 model=part.get("model", ""),
-                extra=extra | {NOT_BILLED: True} if part.get(NOT_BILLED) is True else dict(extra),
+                extra=extra | {flag: True for flag in _PART_FLAGS if part.get(flag) is True},
                 cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
                 cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
                 cache_creation_1h_input_tokens=part.get("cache_creation_1h_input_tokens", 0),
@@ -245,6 +257,23 @@ class ModelReply:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+MOST_ID_CHARS = 128  # an id a provider sends (a request's, a message's), as a span shows it
+
+
+def shown_id(value: object) -> str:
+    """An id a provider sent (a response header's request id, a message id), as a span or a log may
+    show it: blanks around it stripped, each character a terminal would not show as itself escaped
+    (`\\xNN`, as `agent.text.visible` writes it; a line break or a tab too), and cut to
+    `MOST_ID_CHARS`: a broken or hostile server's value of megabytes, or of escape sequences, never
+    reaches a span raw. "" for no string. Applied twice, it gives the same."""
+    if not isinstance(value, str):
+        return ""
+    text = value[: 4 * MOST_ID_CHARS].strip()
+    if not (text.isascii() and text.isprintable()):
+        text = "".join(c if shown(c) and c not in "\n\t" else escaped(c) for c in text)
+    return text[:MOST_ID_CHARS].rstrip()
 
 
 def max_tokens_problem(model: object, max_tokens: int) -> str | None:
