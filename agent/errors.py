@@ -35,12 +35,15 @@ class ModelError(EndstateError):
 
     `error_type` is a short, bounded name for the failure (`rate_limit`,
     `overloaded`, `server_error`, `timeout`, `bad_request`...), used as the
-    run's `error_type` when it ends in `error`.
+    run's `error_type` when it ends in `error`. `request_id` is the provider's
+    id of the HTTP request that failed, when it answered (what its support
+    asks for; the chat span keeps it), else "".
     """
 
-    def __init__(self, message: str, *, error_type: str | None = None) -> None:
+    def __init__(self, message: str, *, error_type: str | None = None, request_id: str = "") -> None:
         super().__init__(message)
         self.error_type = error_type or type(self).__name__
+        self.request_id = request_id
 
 
 class TransientModelError(ModelError):

@@ -374,7 +374,10 @@ class _RunTrace(RunObserver):
             if chat is None:
                 return
             if reply is None:
-                self._emit(chat, {n.ERROR_TYPE: error_type_of(error)})
+                failed = {n.ERROR_TYPE: error_type_of(error)}
+                if request_id := shown_id(getattr(error, "request_id", None)):  # it answered: its id
+                    failed[n.ANTHROPIC_REQUEST_ID] = request_id
+                self._emit(chat, failed)
                 return
             if reply.extra and (model := reply.extra.get(CALL_MODEL)):  # its model, told only now
                 chat.name = _called(chat.attributes, model)

@@ -14,7 +14,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from messages_api import MessagesAPI, Response, message, text, tool_use
+from messages_api import MessagesAPI, Response, dropped, error, message, stream_error, text, tool_use
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -168,3 +168,28 @@ def test_a_hostile_message_id_reaches_no_span_raw() -> None:
     spans = chat_spans(hostile, message(DONE))
     shown = attributes(spans[0])[n.GEN_AI_RESPONSE_ID]
     assert bounded(shown) and shown.startswith("msg_\\x1b]0;pwned"), shown[:200]
+
+
+# -- a failed call ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [error(529, "Overloaded"), error(500), stream_error(), dropped()],
+    ids=["overloaded", "server error", "an error event mid-stream", "a stream broken off"],
+)
+def test_a_failed_calls_chat_span_carries_the_request_id_of_the_reply_that_failed(failure: Response) -> None:
+    # Retried and then answered: the failed attempt's span says which request failed, beside its error.
+    spans = chat_spans(failure, message(tool_use("look", {"path": "a.txt"})), message(DONE))
+    assert len(spans) == 3
+    failed = attributes(spans[0])
+    assert failed.get(n.ERROR_TYPE), failed
+    assert TEST_ID.fullmatch(str(failed.get(n.ANTHROPIC_REQUEST_ID))), failed
+    ids = {attributes(s)[n.ANTHROPIC_REQUEST_ID] for s in spans}
+    assert len(ids) == 3  # each attempt its own request
+
+
+def test_a_hostile_request_id_of_a_failed_call_reaches_no_span_raw() -> None:
+    spans = chat_spans(error(529, "Overloaded", headers={"request-id": HOSTILE}), message(DONE))
+    shown = attributes(spans[0])[n.ANTHROPIC_REQUEST_ID]
+    assert bounded(shown) and "\\x1b]0;pwned" in shown, shown[:200]  # the server's own id may come first

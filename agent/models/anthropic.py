@@ -644,20 +644,28 @@ class AnthropicModel:
         except anthropic.AnthropicError as exc:
             stream.record_cut()  # an `error` event ended a stream that began: as a break, below
             if isinstance(exc.__cause__, EndlessEventError):  # as the SDK (2.17 on) wraps it
-                raise _malformed(exc.__cause__, stream.headers) from exc
+                raise self._said_by(_malformed(exc.__cause__, stream.headers), stream.headers) from exc
             if isinstance(exc, anthropic.APIConnectionError) and stream.headers is not None:
-                raise _broke_off(exc.__cause__ or exc, stream.headers) from exc  # SDK >= 2.17 wraps it
-            raise to_model_error(exc) from exc
+                broke = _broke_off(exc.__cause__ or exc, stream.headers)  # SDK >= 2.17 wraps it
+                raise self._said_by(broke, stream.headers) from exc
+            answered = exc.response.headers if isinstance(exc, anthropic.APIStatusError) else stream.headers
+            raise self._said_by(to_model_error(exc), answered) from exc
         except httpx2.HTTPError as exc:  # the connection failed or stalled after the stream began
             stream.record_cut()  # the API took the input and began the reply: charged
-            raise _broke_off(exc, stream.headers) from exc
+            raise self._said_by(_broke_off(exc, stream.headers), stream.headers) from exc
         except _UNREADABLE as exc:
             stream.record_cut()  # the API took the input and began the reply: charged
-            raise _malformed(exc, stream.headers) from exc
+            raise self._said_by(_malformed(exc, stream.headers), stream.headers) from exc
         except Exception as exc:  # client middleware's own error, maybe raised from one the SDK retries
             if (cause := _sdk_cause(exc)) is None:
                 raise
             raise to_model_error(cause) from exc
+
+    def _said_by(self, error: ModelError, headers: Mapping[str, str] | None) -> ModelError:
+        """`error`, with the id of the request that failed (`request_id_of` its reply's `headers`, none
+        when no reply came) for its chat span."""
+        error.request_id = request_id_of(headers, self._provider)
+        return error
 
     def params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for `request` (cache breakpoints included)."""
