@@ -23,7 +23,9 @@ from langchain_core.tools import tool as lc_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import ToolNode
 from pydantic_ai import Agent as PAIAgent
-from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.messages import ModelMessage, ToolReturnPart
+from pydantic_ai.models import Model
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import UsageLimits
@@ -288,9 +290,9 @@ def test_a_langgraph_stream_refuses_what_it_cannot_stream() -> None:
 # -- Pydantic AI: pydantic_ai.run_stream -----------------------------------------------
 
 
-def pai_agent(**kwargs: Any) -> PAIAgent[None, Any]:
+def pai_agent(model: Model | None = None, **kwargs: Any) -> PAIAgent[None, Any]:
     agent: PAIAgent[None, Any] = PAIAgent(
-        TestModel(custom_output_text="all read"), name="pai_streamer", **kwargs
+        model or TestModel(custom_output_text="all read"), name="pai_streamer", **kwargs
     )
 
     @agent.tool_plain
@@ -359,22 +361,45 @@ def test_a_pydantic_ai_stream_left_unread_is_cancelled_and_the_callers_own_error
     assert rig.stops("pai_streamer", TASK, "cancelled") == rig.stops("pai_streamer", TASK, "error") == 1
 
 
+async def _looks_then_streams_words(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[Any]:
+    """A tool call first (a few tokens), then a reply of forty words, one a token: every release the
+    pydantic-ai extra allows counts these alike (`TestModel` does not: from 2.78 it counts its tool
+    call's tokens, which tripped a limit of 5 as the second reply opened, before any text streamed)."""
+    if not any(isinstance(part, ToolReturnPart) for m in messages for part in m.parts):
+        yield {0: DeltaToolCall(name="look", json_args='{"path": "a"}', tool_call_id="c1")}
+        return
+    for i in range(40):
+        yield f"word{i} "
+
+
 def test_a_pydantic_ai_limit_raised_while_the_caller_reads_ends_the_block_not_the_caller(rig: Rig) -> None:
+    """Pydantic AI raises `UsageLimitExceeded` from inside the caller's `async for`: the block ends
+    there as the run's tokens limit (its second turn, after a tool call), nothing reaches the caller,
+    whose own code after the block goes on; the run's span and stop count say `limit`/`tokens`."""
+    agent = pai_agent(FunctionModel(_no_reply, stream_function=_looks_then_streams_words))
     read: list[str] = []
 
     async def go() -> Any:
-        limits = UsageLimits(output_tokens_limit=5)
-        async with pai.run_stream(
-            pai_agent(), "x", hooks=rig.hooks, task_type=TASK, usage_limits=limits
-        ) as run:
-            async for text in run.stream_text():
+        limits = UsageLimits(output_tokens_limit=10)
+        async with pai.run_stream(agent, "x", hooks=rig.hooks, task_type=TASK, usage_limits=limits) as run:
+            assert run.response is not None  # the output began to stream: the limit is not yet reached
+            async for text in run.stream_text(delta=True, debounce_by=None):
                 read.append(text)
             read.append("after the stream")
+        read.append("after the block")
         return run
 
     res = asyncio.run(go()).result
-    assert "after the stream" not in read
+    assert read[0] == "word0 " and read[-1] == "after the block"  # the caller read, then went on
+    assert "after the stream" not in read and "word39 " not in read  # the limit ended it mid-stream
     assert res is not None and (res.reason, res.limit, res.turns) == (StopReason.LIMIT, LimitKind.TOKENS, 2)
+    assert res.output_tokens > 10
+    (span,) = rig.run_spans()
+    assert ((span.attributes or {})[n.STOP_REASON], (span.attributes or {})[n.STOP_LIMIT]) == (
+        "limit",
+        "tokens",
+    )
+    assert [s.name for s in rig.spans() if s.name.startswith(n.SPAN_EXECUTE_TOOL)] == ["execute_tool look"]
     assert rig.stops("pai_streamer", TASK, "limit", "tokens") == 1
 
 
