@@ -13,7 +13,7 @@ from agent._valid import is_finite_from_zero, is_whole
 from agent.errors import ConfigError
 from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage, ended_late
-from agent.models.base import StopKind
+from agent.models.base import StopKind, shown_id
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.tools import said
 from agent.verify import Verifier
@@ -223,6 +223,7 @@ class ModelCall:
         A Message's input counts its cache reads and writes, as Endstate's own
         runs do. Without `cost_usd` the call has no price, and the run's cost is
         unknown (never a made-up $0): price it with your own table if you have one.
+        A Message's request id (the SDK's, from its `request-id`) is on the call's span.
         """
         if self.answered:
             raise ConfigError(
@@ -256,6 +257,7 @@ class ModelCall:
             model=str(getattr(message, "model", "") or ""),
             response_id=str(getattr(message, "id", "") or ""),
             calls=_tool_uses(message),
+            request_id=shown_id(getattr(message, "_request_id", None)),  # the SDK's, from `request-id`
         )
 
 

@@ -251,6 +251,7 @@ class Recorder:
         stop: StopKind | None = None,
         call_model: str = "",
         calls: Iterable[tuple[str, str, Any]] = (),
+        request_id: str = "",
     ) -> None:
         """A model call ended: its usage counts towards the run (a reply the framework did not
         price, `cost_usd=None`, makes the run's cost unknown), its text is the last seen. `stop` is
@@ -259,7 +260,8 @@ class Recorder:
         that served this call, where only its reply tells it (a graph's nodes, a fallback): unless
         it is the run's model or the one the call asked for (dated or not), the call's span,
         duration and tokens are that model's, as a call started with its `model` has them. `calls`
-        are the tool calls the reply asks for (id, name, arguments): its captured output shows them."""
+        are the tool calls the reply asks for (id, name, arguments): its captured output shows them;
+        `request_id` the provider's id of the HTTP request behind the reply (its chat span shows it)."""
         if self.result is not None:
             return
         self._model_open = False
@@ -302,6 +304,7 @@ class Recorder:
                 cache_creation_input_tokens=usage.cache_write_tokens,
                 stop=kind,
                 extra={CALL_MODEL: told} if told else {},
+                request_id=request_id,
             )
         self.observer.model_ended(reply, error)
 
