@@ -142,12 +142,22 @@ class PostgresStore(SqlStore):
             if self._apply_migrations():
                 self._rows(GIVE_LEASES_BACK, (began, RunStatus.RUNNING, began))
 
-    def _append(
-        self, run_id: str, values: dict[str, Any], entries: list[tuple[int, str]], lease: Lease
-    ) -> bool:
-        """One statement (one round trip, safe to resend): update the row if held, add the entries."""
-        sql, params = append_statement(run_id, values, entries, lease)
-        return int(self._rows(sql, params, retry=True)[0]["n"]) == 1
+    def checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> None:
+        """`send_checkpoint`, waited for: the statement prepared on the sender's connection, where
+        psycopg's cursor (its parameters adapted, its rows made into dicts, the watch's socket
+        duplicated at every call) took about 60 us of CPU more a checkpoint (the service's runner and
+        every retry write checkpoints so). One that gave up waiting for a lock that a migration of
+        the schema holds is sent again on the store's connection, waiting for it (`_after_migration`)."""
+        sent = self.send_checkpoint(run_id, checkpoint, lease, now)
+        try:
+            sent.result()
+        except StoreError:
+            if sent.sqlstate != LOCK_NOT_AVAILABLE or not self._migrating():
+                raise
+            with self._lock:
+                held = self._after_migration(sent.sql, sent.params).fetchone()["n"]
+            if int(held) != 1:
+                raise lease_lost(run_id, lease) from None
 
     def _record_rows(
         self, sql: str, params: list[Any], run_id: str, entries: list[tuple[int, str]]
@@ -191,8 +201,13 @@ class PostgresStore(SqlStore):
         transaction holds the tables until it commits (an index built over every run, say)."""
         if self._in_tx or sqlstate_of(exc.__cause__) != LOCK_NOT_AVAILABLE:
             return False
-        rows = self._send("SELECT NOT pg_try_advisory_xact_lock_shared(%s) AS m", (MIGRATION_LOCK,))
-        return bool(rows.fetchone()["m"])
+        return self._migrating()
+
+    def _migrating(self) -> bool:
+        """True while another session holds the migration lock (migrating the schema)."""
+        with self._lock:
+            rows = self._send("SELECT NOT pg_try_advisory_xact_lock_shared(%s) AS m", (MIGRATION_LOCK,))
+            return bool(rows.fetchone()["m"])
 
     def _after_migration(self, sql: str, params: Sequence[Any]) -> Any:
         """Send the statement again, waiting for its lock as long as a migration may take
@@ -431,6 +446,7 @@ class Sent:
         self.sql, self.params = sql, params  # sent once more, on a new connection, if this one broke
         self._outcome: BaseException | None = None
         self.read = False
+        self.sqlstate: str | None = None  # the server's error code, when it refused the statement
 
     def result(self) -> None:
         """Return when the checkpoint is written; raise `LeaseLost` or `StoreError` when it was not."""
@@ -486,7 +502,7 @@ class _Sender:
         except StoreError as exc:  # no server to connect to: sending again would not help
             return exc, False
         try:
-            pgconn.send_query_prepared(self._prepare(pgconn, sent.sql), [_text(p) for p in sent.params])
+            pgconn.send_query_prepared(self._prepare(pgconn, sent), [_text(p) for p in sent.params])
         except StoreTimeout as exc:  # the server hangs: it would keep a second try waiting too
             return exc, False
         except StoreError as exc:
@@ -551,6 +567,7 @@ class _Sender:
             if res.status == pq.ExecStatus.FATAL_ERROR:
                 message = said((res.error_message or b"").decode(errors="replace"), self._url)
                 sqlstate = res.error_field(pq.DiagnosticField.SQLSTATE) or b""
+                sent.sqlstate = sqlstate.decode()
                 if sqlstate.startswith(b"23"):
                     return WriteRefused(f"the run store refused a write: {message}")
                 return StoreError(
@@ -576,15 +593,19 @@ class _Sender:
                     raise failure(exc, watch, self._shown, self._url) from exc
         return self._conn.pgconn
 
-    def _prepare(self, pgconn: Any, sql: str) -> bytes:
+    def _prepare(self, pgconn: Any, sent: Sent) -> bytes:
+        """The name of `sent`'s statement prepared on this connection (prepared now, the first time:
+        a server that refuses it, one that waited out its lock timeout say, gives `sent` its code)."""
         from psycopg import pq
 
+        sql = sent.sql
         name = self._prepared.get(sql)
         if name is None:
             name = f"endstate_checkpoint_{len(self._prepared)}".encode()
             with self._watchdog.socket_call(pgconn.socket, self._wait) as watch:  # a blocking round trip
                 res = pgconn.prepare(name, _numbered(sql).encode())
             if res.status != pq.ExecStatus.COMMAND_OK:
+                sent.sqlstate = (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
                 message = said((res.error_message or b"").decode(errors="replace"), self._url)
                 raise failure(StoreError(message), watch, self._shown, self._url)
             self._prepared[sql] = name
