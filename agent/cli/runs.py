@@ -192,8 +192,11 @@ def _runs_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+RUN_ID_HELP = "the run's id, as `endstate runs` or `endstate pending` lists it"
+
+
 def _run_id_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_id")
+    p.add_argument("run_id", help=RUN_ID_HELP)
     _json_arg(p)
 
 
@@ -226,11 +229,18 @@ def _deny_args(p: argparse.ArgumentParser) -> None:
 def _start_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
     p.add_argument("agent", help="a catalog agent name")
-    p.add_argument("task")
-    p.add_argument("--task-type", default=None)
+    p.add_argument("task", help="what the agent is asked to do, as its first message")
+    p.add_argument(
+        "--task-type", default=None, help="the run's task type (default: the agent's own, from the catalog)"
+    )
     p.add_argument("--state", default="{}", help="the run's state as a JSON object")
     p.add_argument("--scenario", default=None, help="for the example agents: the scenario to play")
-    p.add_argument("--run-id", default=None)
+    p.add_argument(
+        "--run-id",
+        default=None,
+        help="the new run's id: 1-64 ASCII letters, digits, '_', '-' or '.'; one a run of the store has "
+        "already is refused (default: a new random id)",
+    )
 
 
 # -- handlers -------------------------------------------------------------------------------------
