@@ -184,7 +184,11 @@ def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:
         return cases
     unmatched = [n for n in names if not any(_matches(c, n) for c in cases)]
     if unmatched:  # a mistyped name would drop its case silently, and the eval would still pass
-        raise CaseError(f"no case matches {', '.join(unmatched)}; known: {', '.join(c.name for c in cases)}")
+        nor = "nor is it a file or folder" if len(unmatched) == 1 else "nor are they files or folders"
+        raise CaseError(
+            f"no case matches {', '.join(unmatched)}; known: {', '.join(c.name for c in cases)}; "
+            f"{nor} here ({Path.cwd()})"  # `endstate eval evals/promoted/` before any promote
+        )
     return [c for c in cases if any(_matches(c, n) for n in names)]
 
 

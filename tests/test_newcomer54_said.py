@@ -1,0 +1,43 @@
+"""What the commands say when there is nothing to show, in the words of what was asked (found walking
+the README on a first day)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.cli.main import main
+
+
+def test_an_empty_review_queue_says_no_run_stopped_so_not_that_every_run_is_labelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # README: `endstate review --reason limit --agent ci-fixer --task-type fix_ci`. Of a store where no
+    # such run ever stopped, it said "every run ... that needs a look is labelled": none was labelled
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    store = str(tmp_path / "runs.db")
+    start = ["start", "csv-cleaner", "Clean orders.csv", "--scenario", "csv/clean"]
+    assert main([*start, "--store", store]) == 0
+    capsys.readouterr()
+    assert main(["review", "--store", store, "--reason", "limit", "--agent", "csv-cleaner"]) == 0
+    said = capsys.readouterr().out
+    assert "labelled" not in said
+    assert "no run of agent 'csv-cleaner' that stopped as limit is waiting for a label" in said
+    assert main(["review", "--store", store, "--agent", "ci-fixer"]) == 0
+    said = capsys.readouterr().out
+    assert "stopped as gave_up, limit, no_progress or error (nor a sampled success)" in said
+
+
+def test_a_folder_of_cases_that_is_not_there_is_said_not_to_be(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # README: `endstate eval evals/promoted/`, before any promote made the folder: it was refused as
+    # "no case matches evals/promoted/", never saying that no such folder is there
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "evals/promoted/"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("endstate: no case matches evals/promoted/; known: csv/clean")
+    assert f"nor is it a file or folder here ({tmp_path})" in err
+    assert main(["eval", "evals/promoted/", "nosuch"]) == 2
+    assert "nor are they files or folders here" in capsys.readouterr().err
