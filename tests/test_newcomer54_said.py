@@ -41,3 +41,18 @@ def test_a_folder_of_cases_that_is_not_there_is_said_not_to_be(
     assert f"nor is it a file or folder here ({tmp_path})" in err
     assert main(["eval", "evals/promoted/", "nosuch"]) == 2
     assert "nor are they files or folders here" in capsys.readouterr().err
+
+
+def test_doctor_names_a_blank_model_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `ENDSTATE_MODEL=" " endstate doctor` checked the model id ' ' (exit 1, "  is not in the model
+    # table"), never saying the blank came from the variable
+    monkeypatch.setenv("ENDSTATE_MODEL", " ")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["doctor"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "endstate: $ENDSTATE_MODEL is blank: name a model in it, such as claude-sonnet-5-5, or unset it\n"
+    )

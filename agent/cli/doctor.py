@@ -57,10 +57,23 @@ def register(sub: Any) -> None:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    findings = asyncio.run(diagnose(args.model or default_model()))
+    findings = asyncio.run(diagnose(chosen_model(args.model)))
     for finding in findings:
         print(finding.line(), flush=True)
     return 0 if all(f.status in HOLDS for f in findings) else 1
+
+
+def chosen_model(given: str | None) -> str:
+    """--model, else `$ENDSTATE_MODEL`, else the default; a variable of blanks is refused naming it (it
+    was checked as the model id ' ', every finding failing without saying where the blank came from)."""
+    if given is not None:
+        return given
+    model = default_model()
+    if not model.strip():
+        raise ConfigError(
+            f"$ENDSTATE_MODEL is blank: name a model in it, such as {DEFAULT_MODEL}, or unset it"
+        )
+    return model
 
 
 async def diagnose(model_id: str) -> list[Finding]:
