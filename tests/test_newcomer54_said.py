@@ -56,3 +56,27 @@ def test_doctor_names_a_blank_model_variable(
     assert captured.err == (
         "endstate: $ENDSTATE_MODEL is blank: name a model in it, such as claude-sonnet-5-5, or unset it\n"
     )
+
+
+@pytest.mark.parametrize("command", [["answer", "INV-0913"], ["approve"], ["deny", "no"]])
+def test_a_blank_by_is_refused_and_the_run_still_waits(
+    command: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `endstate answer ID TEXT --by ""` was taken as no name: the run went on "answered by someone
+    # who gave no name", while `review label --by ""` is refused
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    store = str(tmp_path / "runs.db")
+    scenario = "invoice/which-one" if command[0] == "answer" else "ci/approved-push"
+    agent = "invoice-downloader" if command[0] == "answer" else "ci-fixer"
+    assert main(["start", agent, "Go", "--scenario", scenario, "--run-id", "r1", "--store", store]) == 0
+    capsys.readouterr()
+    assert main([command[0], "r1", *command[1:], "--by", " ", "--store", store]) == 2
+    assert capsys.readouterr().err == (
+        "endstate: --by is blank (an unset variable?): give your name, or leave --by out to answer as "
+        "the user running this; nothing was changed\n"
+    )
+    assert main(["pending", "--store", store]) == 0
+    assert capsys.readouterr().out.startswith("r1  ")

@@ -377,7 +377,14 @@ def _deny(args: argparse.Namespace) -> int:
 
 
 def answered_by(args: argparse.Namespace) -> str | None:
-    """Who answers: --by, else the user running this (as `review label` names a labeller); checked."""
+    """Who answers: --by, else the user running this (as `review label` names a labeller); checked. A
+    blank --by (`--by "$NAME"` with NAME unset) is refused, as `review label --by ""` is: it was taken
+    as no name, and the run kept "answered by someone who gave no name"."""
+    if args.by is not None and not args.by.strip():
+        raise ConfigError(
+            "--by is blank (an unset variable?): give your name, or leave --by out to answer as the user "
+            "running this; nothing was changed"
+        )
     return checked_answerer(current_user() if args.by is None else args.by)
 
 
