@@ -80,3 +80,19 @@ def test_a_blank_by_is_refused_and_the_run_still_waits(
     )
     assert main(["pending", "--store", store]) == 0
     assert capsys.readouterr().out.startswith("r1  ")
+
+
+def test_a_blank_scenario_is_refused_not_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `endstate start csv-cleaner TASK --scenario "$SCENARIO"` with SCENARIO unset played the agent's
+    # default scenario without a word
+    monkeypatch.setenv("ENDSTATE_WORLDS", str(tmp_path / "worlds"))
+    store = str(tmp_path / "runs.db")
+    assert main(["start", "csv-cleaner", "Clean orders.csv", "--scenario", "", "--store", store]) == 2
+    assert capsys.readouterr().err == (
+        "endstate: --scenario is blank (an unset variable?): name one (`endstate demo --list` shows "
+        "them), or leave it out\n"
+    )
+    assert not Path(store).exists()  # refused before the store was opened: no run, no world made
+    assert not (tmp_path / "worlds").exists()

@@ -416,6 +416,11 @@ def start_state(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError("--state holds bytes that are not UTF-8 (a lone surrogate); pass UTF-8 text")
     if not isinstance(state, dict):
         raise ConfigError("--state must be a JSON object")
+    if args.scenario is not None and not args.scenario.strip():  # was dropped: the default scenario played
+        raise ConfigError(
+            "--scenario is blank (an unset variable?): name one (`endstate demo --list` shows them), or "
+            "leave it out"
+        )
     if args.scenario:
         state["scenario"] = args.scenario
     return state
