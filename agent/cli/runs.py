@@ -73,7 +73,9 @@ def register(sub: Any) -> None:
     _add(sub, "audit", audit_help, _audit, _audit_args)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
-    end_help = "end a run no worker holds as error (ended_by_operator): one whose agent no deployment has"
+    end_help = (
+        "end a run no worker holds as error (ended_by_operator): one whose agent no deployment has any more"
+    )
     _add(sub, "end", end_help, _end, _end_args)
     from agent.service.server import add_serve_args, serve
 
