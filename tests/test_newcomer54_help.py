@@ -53,3 +53,9 @@ def test_doctor_help_says_its_default_model_and_its_exit_status() -> None:
     text = " ".join(dict(commands(build_parser()))["endstate doctor"].format_help().split())
     assert "else claude-sonnet-5-5)" in text.replace("claude- sonnet", "claude-sonnet")
     assert "0 when every check holds" in text and "1 when one fails or could not run" in text
+
+
+@pytest.mark.parametrize("command", ["demo", "eval"])
+def test_demo_and_eval_help_say_their_exit_status(command: str) -> None:
+    text = " ".join(dict(commands(build_parser()))[f"endstate {command}"].format_help().split())
+    assert "Exit status: 0 when every" in text and "130 on Ctrl-C, 143 on SIGTERM" in text

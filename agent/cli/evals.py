@@ -52,10 +52,15 @@ def add_eval(sub: Any) -> None:
         help="run eval cases for every exit, judged independently; exits 1 when any expectation fails "
         "or no case ran",
         description="Run eval cases (offline with scripted models unless --model) and report the stop "
-        "distribution, true success, correct give-up and false successes.",
+        "distribution, true success, correct give-up and false successes. Exit status: 0 when every case "
+        "met its expectation, 1 when one did not or no case ran, 2 when the command is refused (a case "
+        "that cannot be loaded, a name that matches none), 130 on Ctrl-C, 143 on SIGTERM.",
     )
     p.add_argument(
-        "cases", nargs="*", help="case files or folders, or case names or prefixes (default: shipped)"
+        "cases",
+        nargs="*",
+        help="case files or folders, or case names or prefixes "
+        "(default: the shipped cases, agent/evals/cases/)",
     )
     p.add_argument("--model", type=model_id, help="run against this Claude model (needs ANTHROPIC_API_KEY)")
     p.add_argument(
