@@ -96,3 +96,15 @@ def test_a_blank_scenario_is_refused_not_dropped(
     )
     assert not Path(store).exists()  # refused before the store was opened: no run, no world made
     assert not (tmp_path / "worlds").exists()
+
+
+def test_eval_with_a_model_and_no_key_says_so_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # it said "endstate: endstate eval --model needs ...", the command named twice and no way on
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["eval", "--model", "claude-sonnet-5-5", "csv/clean"]) == 2
+    assert capsys.readouterr().err == (
+        "endstate: --model needs ANTHROPIC_API_KEY in the environment: set it (`endstate doctor` checks "
+        "it), or leave --model out to run the cases offline\n"
+    )

@@ -226,7 +226,10 @@ def _cut(text: str, most: int) -> str:
 
 def _model_factory(name: str) -> ModelFactory:
     if not os.environ.get("ANTHROPIC_API_KEY"):
-        raise ConfigError("endstate eval --model needs ANTHROPIC_API_KEY in the environment")
+        raise ConfigError(
+            "--model needs ANTHROPIC_API_KEY in the environment: set it (`endstate doctor` checks it), or "
+            "leave --model out to run the cases offline"
+        )
     from agent.models.anthropic import AnthropicModel
 
     return lambda: AnthropicModel(name)
