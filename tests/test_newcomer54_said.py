@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from agent import Agent, Catalog
 from agent.cli.main import main
+from agent.models.scripted import ScriptedModel, finish
+
+
+def _solo(state: dict[str, object]) -> Agent:
+    return Agent(name="solo", model=ScriptedModel([[finish("done", "ok")]]), tools=[], task_type="chores")
+
+
+catalog = Catalog()  # an agent of the team's own, not a seed agent
+catalog.register("solo", _solo)
 
 
 def test_an_empty_review_queue_says_no_run_stopped_so_not_that_every_run_is_labelled(
@@ -108,3 +118,21 @@ def test_eval_with_a_model_and_no_key_says_so_once(
         "endstate: --model needs ANTHROPIC_API_KEY in the environment: set it (`endstate doctor` checks "
         "it), or leave --model out to run the cases offline\n"
     )
+
+
+def test_the_promote_hint_after_a_label_names_the_catalog_a_team_agent_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `review label` printed `-> endstate review promote ID`, which is refused for an agent that is no
+    # seed agent ("say which catalog it comes from")
+    monkeypatch.delenv("ENDSTATE_CATALOG", raising=False)
+    store = str(tmp_path / "runs.db")
+    own = ["--catalog", "test_newcomer54_said:catalog", "--store", store]
+    assert main(["start", "solo", "Tidy up", "--run-id", "s1", *own]) == 0
+    capsys.readouterr()
+    assert main(["review", "label", "s1", "fine", "--store", store]) == 0
+    hint = capsys.readouterr().out.splitlines()[1]
+    assert hint.startswith(f"    -> endstate review promote s1 --store {store} --catalog MODULE:ATTR ")
+    monkeypatch.setenv("ENDSTATE_CATALOG", "test_newcomer54_said:catalog")  # promote reads it there
+    assert main(["review", "label", "s1", "fine", "--store", store]) == 0
+    assert "--catalog" not in capsys.readouterr().out

@@ -193,8 +193,17 @@ def run_label(args: argparse.Namespace) -> int:
         by = current_user() if args.by is None else args.by  # a blank --by is refused, not taken as you
         given = review.label(store, args.run_id, args.label, args.note or "", by=by)
     print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label} by {given.by}")
-    print(f"    -> endstate review promote {given.run_id}{store_on(args)}   turns it into an eval case")
+    promote = f"endstate review promote {given.run_id}{store_on(args)}{catalog_needed(given.agent)}"
+    print(f"    -> {promote}   turns it into an eval case")
     return 0
+
+
+def catalog_needed(agent: str) -> str:
+    """` --catalog MODULE:ATTR` for the promote hint of a run whose agent is no seed agent, when
+    `$ENDSTATE_CATALOG` does not name its catalog: without it the command printed was refused."""
+    from agent.examples.scenarios import AGENTS
+
+    return "" if agent in AGENTS or os.environ.get(ENV_CATALOG) else " --catalog MODULE:ATTR"
 
 
 def run_promote(args: argparse.Namespace) -> int:
