@@ -16,8 +16,14 @@ def _solo(state: dict[str, object]) -> Agent:
     return Agent(name="solo", model=ScriptedModel([[finish("done", "ok")]]), tools=[], task_type="chores")
 
 
-catalog = Catalog()  # an agent of the team's own, not a seed agent
+def _asker(state: dict[str, object]) -> Agent:
+    steps = [[finish("need_help", "Which one?")], [finish("done", "ok")]]
+    return Agent(name="asker", model=ScriptedModel(steps), tools=[], task_type="chores")
+
+
+catalog = Catalog()  # agents of the team's own, not seed agents
 catalog.register("solo", _solo)
+catalog.register("asker", _asker)
 
 
 def test_an_empty_review_queue_says_no_run_stopped_so_not_that_every_run_is_labelled(
@@ -136,3 +142,25 @@ def test_the_promote_hint_after_a_label_names_the_catalog_a_team_agent_needs(
     monkeypatch.setenv("ENDSTATE_CATALOG", "test_newcomer54_said:catalog")  # promote reads it there
     assert main(["review", "label", "s1", "fine", "--store", store]) == 0
     assert "--catalog" not in capsys.readouterr().out
+
+
+def test_pending_gives_a_team_agent_s_run_a_command_that_can_answer_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `endstate pending` printed `-> endstate answer ID "your answer"`, refused as copied: the seed
+    # catalog has no such agent
+    monkeypatch.delenv("ENDSTATE_CATALOG", raising=False)
+    store = str(tmp_path / "runs.db")
+    own = ["--catalog", "test_newcomer54_said:catalog", "--store", store]
+    assert main(["start", "asker", "Pick one", "--run-id", "a1", *own]) == 0
+    capsys.readouterr()
+    assert main(["pending", "--store", store]) == 0
+    hint = capsys.readouterr().out.splitlines()[-1]
+    assert hint == f'    -> endstate answer a1 --store {store} --catalog MODULE:ATTR "your answer"'
+    monkeypatch.setenv("ENDSTATE_CATALOG", "test_newcomer54_said:catalog")  # the answer reads it there
+    assert main(["pending", "--store", store]) == 0
+    assert (
+        capsys.readouterr().out.splitlines()[-1] == f'    -> endstate answer a1 --store {store} "your answer"'
+    )
+    assert main(["answer", "a1", "the first", "--store", store]) == 0
+    assert "run a1: success after 2 turns" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from typing import Any
 from agent._args import given, given_path
 from agent.budget import MAX_COUNT
 from agent.cli._help import above_zero, current_user
-from agent.cli.runs import STORE_HELP, add_filter_args, of_filter, plain, store_on
+from agent.cli.runs import STORE_HELP, add_filter_args, catalog_needed, of_filter, plain, store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
@@ -196,14 +196,6 @@ def run_label(args: argparse.Namespace) -> int:
     promote = f"endstate review promote {given.run_id}{store_on(args)}{catalog_needed(given.agent)}"
     print(f"    -> {promote}   turns it into an eval case")
     return 0
-
-
-def catalog_needed(agent: str) -> str:
-    """` --catalog MODULE:ATTR` for the promote hint of a run whose agent is no seed agent, when
-    `$ENDSTATE_CATALOG` does not name its catalog: without it the command printed was refused."""
-    from agent.examples.scenarios import AGENTS
-
-    return "" if agent in AGENTS or os.environ.get(ENV_CATALOG) else " --catalog MODULE:ATTR"
 
 
 def run_promote(args: argparse.Namespace) -> int:

@@ -27,7 +27,7 @@ from agent.audit import Audit, AuditOutcome
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero, current_user
 from agent.durable._storetime import StoreClock, pending_by_store_clock
-from agent.durable.catalog import SEED_CATALOG, load_catalog
+from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, checked_answerer, given_reason, runner_with_telemetry
 from agent.durable.store import (
     DEFAULT_TIMEOUT,
@@ -272,6 +272,15 @@ def catalog_on(args: argparse.Namespace) -> str:
     return f" --catalog {shlex.quote(catalog)}" if catalog else ""
 
 
+def catalog_needed(agent: str) -> str:
+    """` --catalog MODULE:ATTR` for a printed command on a run whose agent is no seed agent, when
+    `$ENDSTATE_CATALOG` does not name its catalog and the command that prints it was given none:
+    without it the command printed was refused (the seed catalog lacks the agent)."""
+    from agent.examples.scenarios import AGENTS
+
+    return "" if agent in AGENTS or os.environ.get(ENV_CATALOG) else " --catalog MODULE:ATTR"
+
+
 def print_waiting(records: list[RunRecord], on: str) -> None:
     """After a table of runs: how many of them wait for a person, and the command that shows them."""
     if waiting := sum(r.status is RunStatus.WAITING for r in records):
@@ -337,7 +346,8 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
         for page in waiting_pages(store, PENDING_PAGE, args.agent, args.task_type):
             for r in page:
-                print(pending_json(r, now) if args.json else pending_line(r, now, store_on(args)))
+                on = store_on(args) + catalog_needed(r.agent)
+                print(pending_json(r, now) if args.json else pending_line(r, now, on))
             shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
