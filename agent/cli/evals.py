@@ -92,7 +92,11 @@ def add_eval(sub: Any) -> None:
         f"timeout:; past it the case fails as timed out and the others run on (default: "
         f"{DEFAULT_TIMEOUT:g}s plus the agent's time budget)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is drawn on stderr only when stderr is a terminal)",
+    )
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.set_defaults(handler=run_eval)
 
