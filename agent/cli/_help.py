@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.budget import shown_most
+from agent.durable.store import DEFAULT_TIMEOUT
 from agent.errors import ConfigError
 
 OTEL = (
@@ -27,6 +28,8 @@ CATALOG = (
 MODEL_TABLE = "ANTHROPIC_API_KEY, ENDSTATE_MODELS (a model table file)"
 MODELS = "ANTHROPIC_API_KEY, ENDSTATE_MODEL (the default model), ENDSTATE_MODELS (a model table file)"
 GRACE = "ENDSTATE_SHUTDOWN_GRACE (seconds a run gets after SIGTERM)"
+# the commands that open a store but take no --store-timeout still read its variable
+OPENS_STORE = f"{STORE}; ENDSTATE_STORE_TIMEOUT (seconds a store call may wait; {DEFAULT_TIMEOUT:g})"
 RUNS = f"{STORE}; {STORE_TIMEOUT}; {CATALOG}; {GRACE}; {OTEL}"
 LISTS = f"{STORE}; {STORE_TIMEOUT}; {TEMPORAL}"
 ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
@@ -34,8 +37,8 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "demo": f"{MODEL_TABLE} (with --model); {OTEL} (the demo's default: .endstate/traces.jsonl)",
     "eval": f"{MODELS} (with --model); ENDSTATE_CATALOG (the agents of cases that name no catalog), "
     "ENDSTATE_CATALOG_TIMEOUT (seconds a catalog may take to load)",
-    "limits": STORE,
-    "limits suggest": STORE,
+    "limits": OPENS_STORE,
+    "limits suggest": OPENS_STORE,
     "runs": LISTS,
     "pending": LISTS,
     "answer": f"{RUNS}; {TEMPORAL}",
@@ -53,10 +56,10 @@ ENVIRONMENT = {  # by command, as `prog` names it after "endstate "
     "ENDSTATE_TOKEN or ENDSTATE_TOKEN_FILE (the API token); ENDSTATE_ALLOWED_HOSTS, ENDSTATE_READ_AUTH; "
     "ENDSTATE_CASES_DIR (where the inbox promotes eval cases); "
     "ENDSTATE_TRACE_URL (the trace link of the inbox's review pages)",
-    "review": STORE,
-    "review label": STORE,
-    "review promote": f"{STORE}; ENDSTATE_CATALOG (the catalog a run's agent comes from)",
-    "prune": STORE,
+    "review": OPENS_STORE,
+    "review label": OPENS_STORE,
+    "review promote": f"{OPENS_STORE}; ENDSTATE_CATALOG (the catalog a run's agent comes from)",
+    "prune": OPENS_STORE,
 }
 
 

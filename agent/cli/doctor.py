@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agent.cli._help import model_id
 from agent.errors import ConfigError, ModelError
 from agent.models.base import ModelRequest
-from agent.models.catalog import ModelInfo, ModelTable, default_model
+from agent.models.catalog import DEFAULT_MODEL, ModelInfo, ModelTable, default_model
 
 if TYPE_CHECKING:  # the SDK is imported when the doctor runs, not when the CLI starts
     import anthropic
@@ -40,20 +40,40 @@ class Finding:
 
 
 def register(sub: Any) -> None:
-    doctor = sub.add_parser("doctor", help="check the API key, the model, its price and one tiny call")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the API key, the model, its price and one tiny call",
+        description="Check, one line per finding, that this machine can run agents on Claude: the API "
+        "key, the model's row in the model table (price, context window), the models API, and one tiny "
+        "call. Exit status: 0 when every check holds (ok, warn), 1 when one fails or could not run "
+        "(unchecked: offline, no key), 2 when the command is refused (a model table that cannot be read).",
+    )
     doctor.add_argument(
         "--model",
         type=model_id,
-        help="the Claude model id (default: ENDSTATE_MODEL, else the current default)",
+        help=f"the Claude model id (default: $ENDSTATE_MODEL, else {DEFAULT_MODEL})",
     )
     doctor.set_defaults(handler=run_doctor)
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    findings = asyncio.run(diagnose(args.model or default_model()))
+    findings = asyncio.run(diagnose(chosen_model(args.model)))
     for finding in findings:
         print(finding.line(), flush=True)
     return 0 if all(f.status in HOLDS for f in findings) else 1
+
+
+def chosen_model(given: str | None) -> str:
+    """--model, else `$ENDSTATE_MODEL`, else the default; a variable of blanks is refused naming it (it
+    was checked as the model id ' ', every finding failing without saying where the blank came from)."""
+    if given is not None:
+        return given
+    model = default_model()
+    if not model.strip():
+        raise ConfigError(
+            f"$ENDSTATE_MODEL is blank: name a model in it, such as {DEFAULT_MODEL}, or unset it"
+        )
+    return model
 
 
 async def diagnose(model_id: str) -> list[Finding]:

@@ -52,10 +52,15 @@ def add_eval(sub: Any) -> None:
         help="run eval cases for every exit, judged independently; exits 1 when any expectation fails "
         "or no case ran",
         description="Run eval cases (offline with scripted models unless --model) and report the stop "
-        "distribution, true success, correct give-up and false successes.",
+        "distribution, true success, correct give-up and false successes. Exit status: 0 when every case "
+        "met its expectation, 1 when one did not or no case ran, 2 when the command is refused (a case "
+        "that cannot be loaded, a name that matches none), 130 on Ctrl-C, 143 on SIGTERM.",
     )
     p.add_argument(
-        "cases", nargs="*", help="case files or folders, or case names or prefixes (default: shipped)"
+        "cases",
+        nargs="*",
+        help="case files or folders, or case names or prefixes "
+        "(default: the shipped cases, agent/evals/cases/)",
     )
     p.add_argument("--model", type=model_id, help="run against this Claude model (needs ANTHROPIC_API_KEY)")
     p.add_argument(
@@ -87,7 +92,11 @@ def add_eval(sub: Any) -> None:
         f"timeout:; past it the case fails as timed out and the others run on (default: "
         f"{DEFAULT_TIMEOUT:g}s plus the agent's time budget)",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is drawn on stderr only when stderr is a terminal)",
+    )
     p.add_argument("--list", action="store_true", help="list the cases and exit")
     p.set_defaults(handler=run_eval)
 
@@ -184,7 +193,11 @@ def select_cases(specs: list[str], catalog: str | None = None) -> list[Case]:
         return cases
     unmatched = [n for n in names if not any(_matches(c, n) for c in cases)]
     if unmatched:  # a mistyped name would drop its case silently, and the eval would still pass
-        raise CaseError(f"no case matches {', '.join(unmatched)}; known: {', '.join(c.name for c in cases)}")
+        nor = "nor is it a file or folder" if len(unmatched) == 1 else "nor are they files or folders"
+        raise CaseError(
+            f"no case matches {', '.join(unmatched)}; known: {', '.join(c.name for c in cases)}; "
+            f"{nor} here ({Path.cwd()})"  # `endstate eval evals/promoted/` before any promote
+        )
     return [c for c in cases if any(_matches(c, n) for n in names)]
 
 
@@ -217,7 +230,10 @@ def _cut(text: str, most: int) -> str:
 
 def _model_factory(name: str) -> ModelFactory:
     if not os.environ.get("ANTHROPIC_API_KEY"):
-        raise ConfigError("endstate eval --model needs ANTHROPIC_API_KEY in the environment")
+        raise ConfigError(
+            "--model needs ANTHROPIC_API_KEY in the environment: set it (`endstate doctor` checks it), or "
+            "leave --model out to run the cases offline"
+        )
     from agent.models.anthropic import AnthropicModel
 
     return lambda: AnthropicModel(name)

@@ -122,7 +122,13 @@ def installed_version() -> str:
 
 
 def add_demo(sub: Any) -> None:
-    demo = sub.add_parser("demo", help="run the seed agents' scenarios offline; every stop reason")
+    demo = sub.add_parser(
+        "demo",
+        help="run the seed agents' scenarios offline; every stop reason",
+        description="Play the seed agents' scenarios and print each run segment's result. Exit status: 0 "
+        "when every segment ended as its scenario expects, 1 when one did not, 2 when the command is "
+        "refused, 130 on Ctrl-C, 143 on SIGTERM (the run playing ends cancelled).",
+    )
     demo.add_argument("scenarios", nargs="*", help="scenario names or prefixes (default: all)")
     demo.add_argument("--json", action="store_true", help="print one JSON object per run segment")
     demo.add_argument("--repeat", type=positive_int, default=1, help="play the scenarios this many times")

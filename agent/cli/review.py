@@ -12,10 +12,11 @@ from typing import Any
 from agent._args import given, given_path
 from agent.budget import MAX_COUNT
 from agent.cli._help import above_zero, current_user
-from agent.cli.runs import add_filter_args, of_filter, plain, store_on
+from agent.cli.runs import STORE_HELP, add_filter_args, catalog_needed, of_filter, plain, store_on
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
+from agent.durable.store.urls import shown_url
 from agent.result import StopReason
 from agent.summary import plural
 from agent.text import json_text, one_line
@@ -68,8 +69,9 @@ def add_review(sub: Any) -> None:
 def add_label(sub: Any) -> None:
     p = sub.add_parser("label", help="label a finished run", description=_label_help())
     _store_arg(p, argparse.SUPPRESS)  # given before `label` or after it
-    p.add_argument("run_id")
-    p.add_argument("label", choices=[str(label) for label in review.Label], metavar="LABEL")
+    p.add_argument("run_id", help="the finished run's id, as `endstate review` lists it")
+    labels = [str(label) for label in review.Label]
+    p.add_argument("label", choices=labels, metavar="LABEL", help=f"one of {', '.join(labels)} (see above)")
     p.add_argument("--note", default=None, help="what you found, for whoever reads the label next")
     p.add_argument("--by", default=None, help="who gives the label (default: the user running this)")
     p.set_defaults(handler=run_label)
@@ -87,7 +89,7 @@ def add_promote(sub: Any) -> None:
         + " -> the exit it had). `endstate eval DIR` runs it.",
     )
     _store_arg(p, argparse.SUPPRESS)
-    p.add_argument("run_id")
+    p.add_argument("run_id", help="the finished run's id, as `endstate review` lists it")
     p.add_argument(
         "--expect", metavar="REASON", help="the stop reason the case expects (default: from the label)"
     )
@@ -130,7 +132,7 @@ def add_prune(sub: Any) -> None:
 
 def _store_arg(p: argparse.ArgumentParser, default: Any = None) -> None:
     p.add_argument(
-        "--store", type=given, default=default, help=f"run store URL or file (default: {default_url()})"
+        "--store", type=given, default=default, help=STORE_HELP.format(default=shown_url(default_url()))
     )
 
 
@@ -164,7 +166,7 @@ def run_queue(args: argparse.Namespace) -> int:
             print(json_text(r.to_dict()))
         return 0
     if not runs:
-        print(f"nothing to review in {where}: every run{of_filter(args)} there that needs a look is labelled")
+        print(f"nothing to review in {where}: {nothing_left(args, reasons, share)}")
         return 0
     for r in runs:
         print(queue_line(r))
@@ -178,12 +180,21 @@ def run_queue(args: argparse.Namespace) -> int:
     return 0
 
 
+def nothing_left(args: argparse.Namespace, reasons: list[StopReason], share: float) -> str:
+    """Why the queue is empty, in what was asked: no run of those stops (a sampled success too) is left
+    unlabelled. "Every run is labelled" was said of a store whose runs had never stopped so."""
+    stops = ", ".join(reasons[:-1]) + (" or " if len(reasons) > 1 else "") + reasons[-1]
+    sampled = " (nor a sampled success)" if share > 0 else ""
+    return f"no run{of_filter(args)} that stopped as {stops}{sampled} is waiting for a label"
+
+
 def run_label(args: argparse.Namespace) -> int:
     with _store(args) as store:
         by = current_user() if args.by is None else args.by  # a blank --by is refused, not taken as you
         given = review.label(store, args.run_id, args.label, args.note or "", by=by)
     print(f"run {given.run_id} ({given.agent}, {given.task_type}): labelled {given.label} by {given.by}")
-    print(f"    -> endstate review promote {given.run_id}{store_on(args)}   turns it into an eval case")
+    promote = f"endstate review promote {given.run_id}{store_on(args)}{catalog_needed(given.agent)}"
+    print(f"    -> {promote}   turns it into an eval case")
     return 0
 
 

@@ -27,7 +27,7 @@ from agent.audit import Audit, AuditOutcome
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
 from agent.cli._help import above_zero, current_user
 from agent.durable._storetime import StoreClock, pending_by_store_clock
-from agent.durable.catalog import SEED_CATALOG, load_catalog
+from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, checked_answerer, given_reason, runner_with_telemetry
 from agent.durable.store import (
     DEFAULT_TIMEOUT,
@@ -73,7 +73,9 @@ def register(sub: Any) -> None:
     _add(sub, "audit", audit_help, _audit, _audit_args)
     recover_help = "continue crashed or shutdown-cancelled runs; end runs past their deadline"
     _add(sub, "recover", recover_help, _recover)
-    end_help = "end a run no worker holds as error (ended_by_operator): one whose agent no deployment has"
+    end_help = (
+        "end a run no worker holds as error (ended_by_operator): one whose agent no deployment has any more"
+    )
     _add(sub, "end", end_help, _end, _end_args)
     from agent.service.server import add_serve_args, serve
 
@@ -192,8 +194,11 @@ def _runs_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+RUN_ID_HELP = "the run's id, as `endstate runs` or `endstate pending` lists it"
+
+
 def _run_id_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_id")
+    p.add_argument("run_id", help=RUN_ID_HELP)
     _json_arg(p)
 
 
@@ -226,11 +231,18 @@ def _deny_args(p: argparse.ArgumentParser) -> None:
 def _start_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
     p.add_argument("agent", help="a catalog agent name")
-    p.add_argument("task")
-    p.add_argument("--task-type", default=None)
+    p.add_argument("task", help="what the agent is asked to do, as its first message")
+    p.add_argument(
+        "--task-type", default=None, help="the run's task type (default: the agent's own, from the catalog)"
+    )
     p.add_argument("--state", default="{}", help="the run's state as a JSON object")
     p.add_argument("--scenario", default=None, help="for the example agents: the scenario to play")
-    p.add_argument("--run-id", default=None)
+    p.add_argument(
+        "--run-id",
+        default=None,
+        help="the new run's id: 1-64 ASCII letters, digits, '_', '-' or '.'; one a run of the store has "
+        "already is refused (default: a new random id)",
+    )
 
 
 # -- handlers -------------------------------------------------------------------------------------
@@ -258,6 +270,15 @@ def catalog_on(args: argparse.Namespace) -> str:
     catalog lacking the agent)."""
     catalog = getattr(args, "catalog", None)
     return f" --catalog {shlex.quote(catalog)}" if catalog else ""
+
+
+def catalog_needed(agent: str) -> str:
+    """` --catalog MODULE:ATTR` for a printed command on a run whose agent is no seed agent, when
+    `$ENDSTATE_CATALOG` does not name its catalog and the command that prints it was given none:
+    without it the command printed was refused (the seed catalog lacks the agent)."""
+    from agent.examples.scenarios import AGENTS
+
+    return "" if agent in AGENTS or os.environ.get(ENV_CATALOG) else " --catalog MODULE:ATTR"
 
 
 def print_waiting(records: list[RunRecord], on: str) -> None:
@@ -325,7 +346,8 @@ def _pending(args: argparse.Namespace) -> int:
         where = store.shown
         for page in waiting_pages(store, PENDING_PAGE, args.agent, args.task_type):
             for r in page:
-                print(pending_json(r, now) if args.json else pending_line(r, now, store_on(args)))
+                on = store_on(args) + catalog_needed(r.agent)
+                print(pending_json(r, now) if args.json else pending_line(r, now, on))
             shown, damaged = shown + len(page), damaged + page.damaged
     if damaged and not args.json:
         print(left_out(damaged, where))
@@ -367,7 +389,14 @@ def _deny(args: argparse.Namespace) -> int:
 
 
 def answered_by(args: argparse.Namespace) -> str | None:
-    """Who answers: --by, else the user running this (as `review label` names a labeller); checked."""
+    """Who answers: --by, else the user running this (as `review label` names a labeller); checked. A
+    blank --by (`--by "$NAME"` with NAME unset) is refused, as `review label --by ""` is: it was taken
+    as no name, and the run kept "answered by someone who gave no name"."""
+    if args.by is not None and not args.by.strip():
+        raise ConfigError(
+            "--by is blank (an unset variable?): give your name, or leave --by out to answer as the user "
+            "running this; nothing was changed"
+        )
     return checked_answerer(current_user() if args.by is None else args.by)
 
 
@@ -399,6 +428,11 @@ def start_state(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError("--state holds bytes that are not UTF-8 (a lone surrogate); pass UTF-8 text")
     if not isinstance(state, dict):
         raise ConfigError("--state must be a JSON object")
+    if args.scenario is not None and not args.scenario.strip():  # was dropped: the default scenario played
+        raise ConfigError(
+            "--scenario is blank (an unset variable?): name one (`endstate demo --list` shows them), or "
+            "leave it out"
+        )
     if args.scenario:
         state["scenario"] = args.scenario
     return state
