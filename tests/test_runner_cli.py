@@ -182,7 +182,8 @@ def test_pending_says_how_to_answer_and_when_it_is_too_late(
     assert main(["pending", "--store", str(path)]) == 0
     out = capsys.readouterr().out
     assert "deadline in passed" not in out and re.search(r"deadline passed \d+s ago \(\d{4}-", out)
-    on = f"--store {path}"  # the hints carry the store that was given
+    # the hints carry the store that was given, and a catalog to name: the runs' agents are no seed agents
+    on = f"--store {path} --catalog MODULE:ATTR"
     assert f"too late to answer: `endstate recover {on}` ends it under its help policy" in out
     assert f'endstate approve {wire} {on}   or   endstate deny {wire} {on} "why"' in out
     assert f"endstate answer {late}" not in out  # past its deadline: no command that would be refused
@@ -297,7 +298,8 @@ def test_a_run_stopped_at_its_turn_limit_is_continued_with_more_turns(store_url:
     refused = endstate("resume", run_id, "--catalog", CATALOG, store=store_url)
     # it says what would resume it (it said "is finished, not waiting or cancelled")
     assert refused.returncode == 2 and "stopped at its turns limit: give it more budget" in refused.stderr
-    assert "--more-turns 10" in refused.stderr and refused.stderr.count("\n") == 1
+    assert f"`endstate resume {run_id} --more-turns 10`" in refused.stderr  # a command to copy, its own id
+    assert refused.stderr.count("\n") == 1
     done = endstate("resume", run_id, "--more-turns", "3", "--catalog", CATALOG, "--json", store=store_url)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -495,8 +495,9 @@ def test_an_answer_claims_only_before_the_deadline_and_the_sweep_only_after(
     rec = store.get("r1")
     assert rec is not None and rec.deadline is not None
     late, early = rec.deadline + 1, rec.deadline - 1
-    with pytest.raises(NotClaimable, match=r"deadline passed at .* UTC; the answer came too late"):
+    with pytest.raises(NotClaimable, match=r"deadline passed at .* UTC; the answer came too late") as refused:
         store.claim("r1", (RunStatus.WAITING,), lease("w2"), late, None, True, rec.segments, expired=False)
+    assert "without one, `endstate recover` does" in str(refused.value)  # what ends it from a shell
     with pytest.raises(NotClaimable, match="deadline has not passed"):
         store.claim("r1", (RunStatus.WAITING,), lease("w2"), early, None, None, rec.segments, expired=True)
     assert store.get("r1") == rec  # nothing changed

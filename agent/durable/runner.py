@@ -1325,10 +1325,11 @@ def _agrees(waiting: Suspension | None, record: RunRecord) -> bool:
 def not_resumable(record: RunRecord) -> str:
     """Why a resume with no answer and no budget cannot take `record`, and what would."""
     if record.stop_reason is StopReason.LIMIT and record.snapshot_json:
+        given = record.run_id if RUN_ID.fullmatch(record.run_id) else "RUN_ID"  # a command to copy, safely
         return (
             f"run {record.run_id} stopped at its {record.stop_limit or 'budget'} limit: give it more budget "
-            "to go on (`endstate resume ID --more-turns 10`, or --more-seconds/--more-tokens/--more-cost; "
-            'over HTTP {"more_turns": 10}); nothing was changed'
+            f"to go on (`endstate resume {given} --more-turns 10`, or --more-seconds/--more-tokens/"
+            '--more-cost; over HTTP {"more_turns": 10}); nothing was changed'
         )
     return f"run {record.run_id} is {record.status}, not waiting or cancelled; nothing was changed"
 

@@ -18,6 +18,7 @@ from agent.budget import Spent
 from agent.durable.store.base import (
     CUT_OBJECTS,
     CUT_TEXTS,
+    LATE_ENDS_IT,
     AuditRecord,
     DamagedJournal,
     Lease,
@@ -341,7 +342,7 @@ class SqlStore:
                 "nothing was changed: read the run again and answer its current question"
             )
         if expired is False and current.deadline is not None:
-            return too_late(run_id, current.deadline, "The deadline sweep ends the run under its help policy")
+            return too_late(run_id, current.deadline, LATE_ENDS_IT)
         return NotClaimable(f"run {run_id}'s deadline has not passed; nothing was changed")
 
     def take_over(

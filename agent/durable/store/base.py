@@ -580,6 +580,13 @@ def short_journal(run_id: str, stored: int, recorded: int) -> DamagedJournal:
     )
 
 
+# What ends a store's run whose deadline passed: a sweep, which only a service runs on its own.
+LATE_ENDS_IT = (
+    "A deadline sweep ends the run under its help policy: a service on this store sweeps on its own; "
+    "without one, `endstate recover` does"
+)
+
+
 def too_late(run_id: str, deadline: float, ends_it: str) -> NotClaimable:
     """The refusal of an answer that came after the run's deadline; `ends_it`: what ends the run under
     its help policy instead, in a sentence (a store's deadline sweep, a Temporal run's timer)."""
