@@ -22,6 +22,7 @@ from agent.evals.limits import (
     PastRun,
     PrometheusHistory,
     RecordHistory,
+    Suggestion,
     history_from_jsonl,
     history_from_results,
     nearest_rank,
@@ -434,3 +435,9 @@ def test_nan_counts_from_prometheus_are_no_runs_not_a_traceback() -> None:
     with answering(200, nan) as url:
         history = PrometheusHistory(url, "7d")
     assert history.task_types() == [] and suggest(history) == []
+
+
+def test_a_task_type_with_no_stop_in_what_was_read_says_so_not_zero_runs_and_empty_brackets() -> None:
+    # Prometheus can hold a task type's histograms with no stop counted in the window (newcomer54).
+    quiet = Suggestion("csv_clean", {})
+    assert render([quiet], "x").startswith("csv_clean: no run ended in what was read\n")

@@ -945,7 +945,12 @@ def render(suggestions: list[Suggestion], source: str) -> str:
 def _block(s: Suggestion) -> str:
     counts = ", ".join(f"{r} {n}" for r, n in sorted(s.stops.items(), key=lambda x: -x[1]))
     ended = sum(s.stops.values())
-    lines = [f"{one_line(s.task_type)}: {ended} {'run' if ended == 1 else 'runs'} ended ({counts})"]
+    said = (
+        f"{ended} {'run' if ended == 1 else 'runs'} ended ({counts})"
+        if ended
+        else "no run ended in what was read"  # Prometheus may hold its durations and no stop in the window
+    )
+    lines = [f"{one_line(s.task_type)}: {said}"]
     if s.ceilings:
         lines.append(f"  {'budget':8} {'successes':>9} {'p95':>10} {'longest':>10} {'suggested':>10}")
         for c in s.ceilings:
