@@ -19,7 +19,7 @@ from agent.durable.runner import Runner, runner_with_telemetry
 from agent.durable.store import default_url, open_store
 from agent.durable.store.urls import sqlite_path
 from agent.errors import ConfigError
-from agent.service.auth import Token, load_token
+from agent.service.auth import ENV_TOKEN, ENV_TOKEN_FILE, Token, load_token
 from agent.service.config import READY_TIMEOUT, WILDCARDS, Service, is_loopback, trace_url
 from agent.service.throttle import FAILED_LIMIT, FAILED_WINDOW, Throttle
 from agent.text import one_line
@@ -100,9 +100,17 @@ def _seconds(text: str) -> float:
 
 def add_serve_args(p: argparse.ArgumentParser) -> None:
     host = os.environ.get(ENV_HOST) or "127.0.0.1"  # set but empty bound every interface
-    p.add_argument("--host", type=given, default=host, help="address to listen on")
     p.add_argument(
-        "--port", type=port_number, default=os.environ.get(ENV_PORT) or "8000", help="port (1-65535)"
+        "--host",
+        type=given,
+        default=host,
+        help=f"address to listen on (default: ${ENV_HOST}, else 127.0.0.1)",
+    )
+    p.add_argument(
+        "--port",
+        type=port_number,
+        default=os.environ.get(ENV_PORT) or "8000",
+        help=f"port (1-65535) (default: ${ENV_PORT}, else 8000)",
     )
     p.add_argument("--allowed-host", action="append", default=None, metavar="NAME", help=ALLOWED_HOST_HELP)
     p.add_argument(
@@ -117,7 +125,12 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
         "--header-timeout", type=seconds, default=10.0, help="seconds a request's headers may take"
     )
     p.add_argument(
-        "--token-file", type=given, default=None, help="file holding the token (or set $ENDSTATE_TOKEN)"
+        "--token-file",
+        type=given,
+        default=None,
+        help=f"file holding the API token, mode 0600 (default: ${ENV_TOKEN} holds the token itself, else "
+        f"${ENV_TOKEN_FILE} names its file, else the file `token` beside a SQLite store, or in .endstate/, "
+        "made at the first start)",
     )
     p.add_argument("--demo-workload", action="store_true", help="keep playing the example scenarios")
     p.add_argument("--demo-interval", type=seconds, default=15.0, help="seconds between workload rounds")
@@ -162,7 +175,9 @@ def add_serve_args(p: argparse.ArgumentParser) -> None:
     )
     first_scrape_arg(p, "recovers the runs of dead workers")
     p.add_argument(
-        "--retention", metavar="DURATION", help="prune finished runs older than this, e.g. 30d (hourly)"
+        "--retention",
+        metavar="DURATION",
+        help="prune finished runs older than this, e.g. 30d, every hour (default: none, runs are kept)",
     )
     p.add_argument(
         "--cases-dir",
