@@ -117,6 +117,8 @@ def test_a_run_no_worker_polls_for_is_ended_at_once_and_its_worker_later_counts_
             await runs.end(run_id, "again")
         with pytest.raises(EndstateError, match="ended as error"):
             await runs.resume(run_id)
+        with pytest.raises(NotClaimable, match="not waiting for a person"):
+            await runs.answer(run_id, "too late")
         assert cleanups(tmp_path) == 0  # no worker ran it yet
         async with serving(temporal, catalog(), runs.task_queue, hooks=telemetry.hooks) as back:
             result = await asyncio.wait_for(back.result(run_id), WAIT_S)

@@ -13,40 +13,57 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.enums.v1 import DescribeTaskQueueMode, TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import PollerInfo, TaskQueue, TaskQueueVersionSelection
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
 FRESH_S = 90.0  # a poller last seen longer ago than this is gone (a live one asks again within ~60 s)
 log = logging.getLogger("endstate.temporal")
-_KINDS = (
-    (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, "workflow"),
-    (TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY, "activity"),
-)
+WORKFLOW_TASKS = TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
 
 
 async def unpolled(client: Client, task_queue: str, now: Callable[[], float]) -> str | None:
     """Why no worker would take a call on `task_queue` now ("no worker polls ..."), or None when one
-    polls both its workflow and its activity tasks, or when Temporal will not say (the call is sent
-    then, as before). `now` is the clock the pollers' last polls are measured against."""
-    for kind, what in _KINDS:
-        request = DescribeTaskQueueRequest(
-            namespace=client.namespace,
-            task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
-            task_queue_type=kind,
+    polls its workflow tasks, or when Temporal will not say (the call is sent then, as before). Only
+    workflow tasks count: a live worker busy with as many activities as it runs at once polls none of
+    those, yet takes the run's next workflow task. `now` is the clock the last polls are timed by."""
+    try:
+        pollers = await _pollers(client, task_queue)
+    except RPCError as exc:  # not allowed, say: the call is sent, as before
+        log.warning("could not read the pollers of task queue %r: %s", task_queue, exc.message)
+        return None
+    seen = [now() - p.last_access_time.ToMicroseconds() / 1e6 for p in pollers]
+    if any(age < FRESH_S for age in seen):
+        return None
+    last = f"the last one {min(seen):.0f} s ago" if seen else "none on record"
+    return f"no worker polls task queue {task_queue!r} (none within {FRESH_S:g} s; {last})"
+
+
+async def _pollers(client: Client, task_queue: str) -> list[PollerInfo]:
+    """The pollers of the queue's workflow tasks over all its partitions and worker versions (Temporal's
+    enhanced description); a server that lacks it is asked the legacy way (its root partition's)."""
+    queue = TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL)
+    enhanced = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=queue,
+        api_mode=DescribeTaskQueueMode.DESCRIBE_TASK_QUEUE_MODE_ENHANCED,
+        versions=TaskQueueVersionSelection(unversioned=True, all_active=True),  # every worker version's
+        task_queue_types=[WORKFLOW_TASKS],
+        report_pollers=True,
+    )
+    try:
+        described = await client.workflow_service.describe_task_queue(enhanced)
+    except RPCError:
+        legacy = DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=queue, task_queue_type=WORKFLOW_TASKS
         )
-        try:
-            described = await client.workflow_service.describe_task_queue(request)
-        except RPCError as exc:  # not allowed, or an old server: the call is sent, as before
-            log.warning("could not read the pollers of task queue %r: %s", task_queue, exc.message)
-            return None
-        seen = [now() - p.last_access_time.ToMicroseconds() / 1e6 for p in described.pollers]
-        if not any(age < FRESH_S for age in seen):
-            last = f"the last one {min(seen):.0f} s ago" if seen else "none on record"
-            return (
-                f"no worker polls task queue {task_queue!r} (none asked for its {what} tasks within "
-                f"{FRESH_S:g} s; {last})"
-            )
-    return None
+        return list((await client.workflow_service.describe_task_queue(legacy)).pollers)
+    return [
+        poller
+        for version in described.versions_info.values()
+        for kind, info in version.types_info.items()
+        if kind == WORKFLOW_TASKS
+        for poller in info.pollers
+    ]

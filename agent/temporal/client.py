@@ -409,6 +409,10 @@ class TemporalRuns:
         by = checked_answerer(by)
         for _ in range(3):  # an execution that closed (or continued as new) as we asked: asked again
             execution = await self._described(run_id)
+            if await _ended_unattended(execution) is not None:  # its ending execution waits for a worker
+                raise NotClaimable(
+                    f"run {run_id} has ended already ({ENDED_BY_OPERATOR}); nothing was changed"
+                )
             if unpolled_by := await unpolled(self.client, self.task_queue, self.clock):
                 return await self._end_unattended(execution, note, by or self.client.identity, unpolled_by)
             if execution.status is not WorkflowExecutionStatus.RUNNING:
@@ -659,6 +663,11 @@ class TemporalRuns:
             if problem := w.reply_too_large("the reply", text):
                 raise AnswerError(f"run {run_id}: {problem}; nothing was changed")
         execution = await self._described(run_id)
+        if await _ended_unattended(execution) is not None:  # its ending execution waits for a worker
+            raise NotClaimable(
+                f"run {run_id} is not waiting for a person (it ended as error: {ENDED_BY_OPERATOR}); nothing "
+                "was changed"
+            )
         await self._check_in_time(execution)
         await self._check_polled(execution, "reply")
         handle = self._pinned(execution)
