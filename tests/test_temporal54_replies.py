@@ -27,6 +27,7 @@ from cleanup_counts import Stop
 from starlette.testclient import TestClient
 from temporal_server import TemporalServer, serving, temporal_fixture, waiting
 
+import agent.temporal.client as temporal_client
 import agent.temporal.service as temporal_service
 from agent import Agent, Budget, HelpPolicy
 from agent.durable.catalog import Catalog
@@ -164,6 +165,28 @@ def test_a_resume_no_worker_can_carry_on_is_a_503_saying_why_the_run_left_cancel
                 served, temporal.address, runs.task_queue, 0.0, post(path, {})
             )
             assert status == 202, said
+            await waiting(runs, run_id)
+
+    asyncio.run(scenario())
+
+
+def test_a_resume_no_worker_takes_up_in_time_is_a_202_saying_it_waits_for_one(
+    temporal: TemporalServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the wait for a worker's check, short (raising=False: the code before had none)
+    monkeypatch.setattr(temporal_client, "RESUME_CHECK_S", 3.0, raising=False)
+
+    async def scenario() -> None:
+        runs, run_id = await asked(temporal, tmp_path, cancelled=True)
+        path = f"/runs/{run_id}/resume"
+        behind = -AHEAD_S  # a clock behind: the worker that just stopped still looks as if it polls
+        status, said = await asyncio.to_thread(
+            served, temporal.address, runs.task_queue, behind, post(path, {})
+        )
+        assert status == 202, said
+        note = said.get("note", "")  # was: no word that no worker had taken it up
+        assert "no worker has taken it up yet" in note and runs.task_queue in note, said
+        async with serving(temporal, deployed(), runs.task_queue):  # one comes: the resumed run goes on
             await waiting(runs, run_id)
 
     asyncio.run(scenario())

@@ -325,11 +325,11 @@ class TemporalRuns:
             raise NotInCatalog(f"run {run_id}: {result.note}; nothing was changed")
         return result
 
-    async def submit_resume(self, run_id: str, more: Extension | None = None) -> None:
+    async def submit_resume(self, run_id: str, more: Extension | None = None) -> bool:
         """`resume`, returning once a worker has checked that it can go on with the run (not when its
         segment has ended): `NotInCatalog` when none can, the run left as it was, as `resume` says it.
-        When no worker has checked it within `RESUME_CHECK_S` (the queue's worker died, say), it returns:
-        the new execution waits on the queue for one."""
+        When no worker has checked it within `RESUME_CHECK_S` (the queue's worker died, say), it returns
+        False: the new execution waits on the queue for one. True once one has."""
         handle = await self._resumed(run_id, more)
         try:
             closed = await asyncio.wait_for(_checked(handle), RESUME_CHECK_S)
@@ -337,10 +337,11 @@ class TemporalRuns:
             raise _rpc_error(run_id, exc) from exc
         except TimeoutError:
             log.warning("run %s: resumed, and no worker has checked it yet: it waits for one", run_id)
-            return
+            return False
         result = w.result_from_json((await self._outcome(handle))["result"]) if closed else None
         if result is not None and result.error_type == w.NOT_RESUMED:
             raise NotInCatalog(f"run {run_id}: {result.note}; nothing was changed")
+        return True
 
     async def _resumed(self, run_id: str, more: Extension | None) -> WorkflowHandle[Any, Any]:
         result, run = await self._resumable(run_id, more)
