@@ -14,6 +14,7 @@ Against a real Temporal Server (the `temporal` dev server); the runs never meet 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +24,7 @@ from starlette.testclient import TestClient
 from temporal_server import TemporalServer, temporal_fixture
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from agent.cli.main import main
 from agent.errors import ConfigError
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
@@ -154,3 +156,19 @@ def test_serve_temporal_answers_such_a_filter_with_a_400(temporal: TemporalServe
     status, said, listed = asyncio.run(scenario())
     assert status == 400 and "cannot be looked up" in said, said
     assert listed == NAMES["o'brien"]
+
+
+def test_the_command_refuses_such_a_filter_in_one_line_with_exit_2(
+    temporal: TemporalServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = asyncio.run(made(temporal))
+    on = ["--temporal", temporal.address, "--task-queue", runs.task_queue]
+    capsys.readouterr()
+    for argv in (["runs", "--agent", LEADING], ["pending", "--task-type", "\\batch"]):
+        assert main([*argv, *on]) == 2, argv  # was 0: every run of the queue read
+        err = capsys.readouterr().err
+        assert err.startswith("endstate: ") and err.count("\n") == 1, err
+        assert "cannot be looked up in Temporal's visibility" in err, err
+    assert main(["runs", "--agent", "o'brien", "--json", *on]) == 0
+    listed = [json.loads(line)["agent"] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["o'brien"] * NAMES["o'brien"]
