@@ -182,12 +182,14 @@ class TemporalRunner:
     def _not_taken(self, run_id: str) -> ReplyNotTaken:
         """What a reply no worker took in time is told: Temporal keeps it (an update cannot be taken
         back), so a worker that polls later may still take it; resending it blind could answer a
-        later question."""
+        later question. It keeps it in memory only (an update is written to the run's history once a
+        worker takes it): a server restart may drop it, so the reader is told to read the run."""
         return ReplyNotTaken(
             f"no worker took the reply to run {run_id} within {CALL_TIMEOUT_S:g} s (is one polling task "
-            f"queue {self.runs.task_queue!r}?). Temporal holds it, and a worker that polls may still take "
-            f"it: read the run (GET /runs/{run_id}) before you send it again, with the `segments` read, "
-            "so it never lands on a later question"
+            f"queue {self.runs.task_queue!r}? one stopped a moment ago still counted as polling). Temporal "
+            "holds it in memory, not in the run's history until a worker takes it: a worker that polls may "
+            f"still take it, a server restart drop it. Read the run (GET /runs/{run_id}) before you send it "
+            "again, with the `segments` read, so it never lands on a later question"
         )
 
     def spawn(self, job: TemporalJob) -> None:
