@@ -555,8 +555,9 @@ class TemporalRuns:
                 run = {}
         except RPCError as exc:
             raise _rpc_error(execution.id, exc) from exc
-        base = {"agent": record.agent, "task": record.task, "task_type": record.task_type or None}
-        return {**base, "state": {}, **run, "segments": record.segments}, None
+        base = {"agent": record.agent, "task": record.task, "state": {}}
+        task_type = record.task_type or run.get("task_type")  # as the run's preparation set it, if it ran
+        return {**base, **run, "task_type": task_type, "segments": record.segments}, None
 
     async def _waits(self, run_id: str) -> str | None:
         """What the run waits for (`reply_problem`'s words for no reply), or None when it waits for no
