@@ -190,3 +190,21 @@ def test_a_resume_no_worker_takes_up_in_time_is_a_202_saying_it_waits_for_one(
             await waiting(runs, run_id)
 
     asyncio.run(scenario())
+
+
+def test_a_worker_counts_from_its_start_and_none_on_a_queue_never_polled(temporal: TemporalServer) -> None:
+    from agent.temporal._pollers import unpolled
+
+    async def scenario() -> tuple[str | None, str | None, str | None]:
+        queue = f"t54-p-{uuid.uuid4().hex[:8]}"
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        never = await unpolled(runs.client, queue, time.time)
+        async with serving(temporal, deployed(), queue):
+            started = await unpolled(runs.client, queue, time.time)  # its first poll: counted at once
+        gone = await unpolled(runs.client, queue, lambda: time.time() + AHEAD_S)
+        return never, started, gone
+
+    never, started, gone = asyncio.run(scenario())
+    assert never is not None and "none on record" in never, never
+    assert started is None
+    assert gone is not None and "the last one" in gone, gone
