@@ -346,12 +346,26 @@ async def _resume(args: argparse.Namespace) -> int:
 
 
 async def _end(args: argparse.Namespace) -> int:
-    """`end --temporal`: as over a store, the run's line (its end, `ended_by_operator`) and exit 0."""
+    """`end --temporal`: as over a store, the run's line (its end, `ended_by_operator`) and exit 0. Who
+    ends it (the user running this) is named on a run that no worker polls for (see `TemporalRuns.end`)."""
+    from agent.cli._help import current_user
     from agent.cli.runs import result_line
 
-    result = await _noted(args, (await _runs_client(args)).end(args.run_id, args.note or ""))
+    runs = await _runs_client(args)
+    result = await _noted(args, runs.end(args.run_id, args.note or "", by=_operator(current_user())))
     print(json.dumps(result.to_dict()) if args.json else result_line(result, temporal_on(args)))
     return 0
+
+
+def _operator(name: str) -> str | None:
+    """The operator's name as a run keeps one, or None (the client's Temporal identity then) when the
+    system's name for this user is not one (too long, or with characters a name may not hold)."""
+    from agent.durable.runner import checked_answerer
+
+    try:
+        return checked_answerer(name)
+    except ConfigError:
+        return None
 
 
 async def _runs(args: argparse.Namespace) -> int:

@@ -496,6 +496,8 @@ class Api:
     def _accepted(self, job: Job) -> Response:
         self.runner.spawn(job)
         body = {"run_id": job.run_id, "status": "running", "url": f"/runs/{job.run_id}"}
+        if note := getattr(job, "note", ""):  # over Temporal: what happens, when a 202 does not say it
+            body["note"] = note
         return StandardJSON(body, status_code=202)
 
 

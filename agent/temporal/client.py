@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import (
     Client,
@@ -51,6 +52,7 @@ from agent._state import extended
 from agent._valid import is_text, is_whole
 from agent.budget import Extension
 from agent.durable.runner import (
+    ENDED_BY_OPERATOR,
     RUN_ID,
     AnswerError,
     NotInCatalog,
@@ -58,6 +60,7 @@ from agent.durable.runner import (
     check_state,
     checked_answerer,
     given_reason,
+    operator_end_note,
 )
 from agent.durable.store import NotClaimable, RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.base import too_late
@@ -65,7 +68,8 @@ from agent.errors import ConfigError
 from agent.journal import Journal, reply_problem
 from agent.result import LimitKind, RunResult, StopReason
 from agent.temporal import _wire as w
-from agent.text import LONE_SURROGATE
+from agent.temporal._pollers import unpolled
+from agent.text import LONE_SURROGATE, one_line
 from agent.usage import Usage
 
 _TEMPORAL_ENDED = {
@@ -91,6 +95,11 @@ class ElsewhereRun(UnknownRun):
     """A run on another task queue of the namespace than the client's: not found here (404, exit 2)."""
 
 
+class NoWorker(NotInCatalog):
+    """No worker polls the run's task queue now: a reply or a resume sent would wait, silently, for one
+    (this deployment cannot carry the run on now: HTTP 503, exit 2). Nothing was sent or changed."""
+
+
 class TemporalUnavailable(StoreError):
     """Temporal did not answer (down, restarting, unreachable): the service's fault, not the request's
     (HTTP 503 with `Retry-After`, exit 2 with one line)."""
@@ -114,6 +123,24 @@ MAPPING_TRIES = 20  # starts tried, about 0.5 s apart, while attributes just reg
 # worker; the price: a worker that dies holding a workflow task holds its run up to that long, as does each
 # retry a worker from before packing takes of a packed execution's task (README: it reports the failure once).
 WORKFLOW_TASK_TIMEOUT = timedelta(seconds=120)
+# How long `submit_resume` waits for a worker to check that it can go on with a resumed run (the workflow's
+# check takes up to 20 s, its retries included): within the service's 30 s for a call.
+RESUME_CHECK_S = 25.0
+MEMO_NOTE = 2000  # characters of a note the memo keeps (as the workflow's own memo keeps them)
+# An execution that ends a run no worker polls for (`end`) waits this long for a worker to count its stop and
+# run its cleanup, then Temporal closes it: the run reads as ended all along (its memo holds its end).
+ENDING_TIMEOUT = timedelta(days=7)
+# the events that close an execution
+_CLOSES = frozenset(
+    {
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+    }
+)
 
 
 class TemporalRuns:
@@ -123,6 +150,7 @@ class TemporalRuns:
         self.client = client
         self.prompt = PromptCaps(client)
         self.task_queue = task_queue
+        self.clock: Callable[[], float] = time.time  # what the queue's pollers' last polls are timed by
 
     @classmethod
     async def connect(
@@ -206,9 +234,8 @@ class TemporalRuns:
                     start,
                     id=run_id,
                     task_queue=self.task_queue,
-                    id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                     task_timeout=WORKFLOW_TASK_TIMEOUT,
-                    **options,
+                    **{"id_conflict_policy": WorkflowIDConflictPolicy.FAIL, **options},
                 )
             except RPCError as exc:
                 if NO_SEARCH_ATTRIBUTE not in exc.message or attempt == MAPPING_TRIES - 1:
@@ -298,12 +325,27 @@ class TemporalRuns:
             raise NotInCatalog(f"run {run_id}: {result.note}; nothing was changed")
         return result
 
-    async def submit_resume(self, run_id: str, more: Extension | None = None) -> None:
-        """`resume`, returning once the new execution has started (not when its segment has ended)."""
-        await self._resumed(run_id, more)
+    async def submit_resume(self, run_id: str, more: Extension | None = None) -> bool:
+        """`resume`, returning once a worker has checked that it can go on with the run (not when its
+        segment has ended): `NotInCatalog` when none can, the run left as it was, as `resume` says it.
+        When no worker has checked it within `RESUME_CHECK_S` (the queue's worker died, say), it returns
+        False: the new execution waits on the queue for one. True once one has."""
+        handle = await self._resumed(run_id, more)
+        try:
+            closed = await asyncio.wait_for(_checked(handle), RESUME_CHECK_S)
+        except RPCError as exc:
+            raise _rpc_error(run_id, exc) from exc
+        except TimeoutError:
+            log.warning("run %s: resumed, and no worker has checked it yet: it waits for one", run_id)
+            return False
+        result = w.result_from_json((await self._outcome(handle))["result"]) if closed else None
+        if result is not None and result.error_type == w.NOT_RESUMED:
+            raise NotInCatalog(f"run {run_id}: {result.note}; nothing was changed")
+        return True
 
     async def _resumed(self, run_id: str, more: Extension | None) -> WorkflowHandle[Any, Any]:
         result, run = await self._resumable(run_id, more)
+        await self._check_polled(await self._described(run_id), "resume")
         start = {**run, "snapshot": result.snapshot.to_json() if result.snapshot else None}
         if more is not None:
             start["more"] = dataclasses.asdict(more)
@@ -352,19 +394,28 @@ class TemporalRuns:
             )
         return result, run
 
-    async def end(self, run_id: str, note: str = "") -> RunResult:
+    async def end(self, run_id: str, note: str = "", *, by: str | None = None) -> RunResult:
         """End, as an operator, a run that is not finished and that no worker holds, as the store's runner's
         `end` does: one waiting for a person (the `end` update), or a cancelled one (its workflow closed: a
         new execution of it ends it at once). It ends `error` (error type `ended_by_operator`, `note` kept),
         counted and traced as any stop by the worker that ends it, its snapshot kept in its result for
         review (it is not resumed), then its catalog `cleanup` runs; the result once that has run. A run
-        that is running (a worker holds it) or has ended is refused (`NotClaimable`): nothing changed."""
+        that is running (a worker holds it) or has ended is refused (`NotClaimable`): nothing changed.
+        When no worker polls the run's queue, it ends at once all the same (`_end_unattended`); `by` (None:
+        this client's Temporal identity) names who ended it there."""
         if not isinstance(note, str):
             raise ConfigError(f"an operator's note must be text, not {type(note).__name__}")
         if problem := w.reply_too_large("an operator's note", note):
             raise ConfigError(f"run {run_id}: {problem}; nothing was changed")
+        by = checked_answerer(by)
         for _ in range(3):  # an execution that closed (or continued as new) as we asked: asked again
             execution = await self._described(run_id)
+            if await _ended_unattended(execution) is not None:  # its ending execution waits for a worker
+                raise NotClaimable(
+                    f"run {run_id} has ended already ({ENDED_BY_OPERATOR}); nothing was changed"
+                )
+            if unpolled_by := await unpolled(self.client, self.task_queue, self.clock):
+                return await self._end_unattended(execution, note, by or self.client.identity, unpolled_by)
             if execution.status is not WorkflowExecutionStatus.RUNNING:
                 return await self._end_cancelled(run_id, note)
             if (result := await self._end_waiting(run_id, self._pinned(execution), note)) is not None:
@@ -420,6 +471,94 @@ class TemporalRuns:
             ) from exc
         return w.result_from_json((await self._outcome(handle))["result"])
 
+    async def _end_unattended(
+        self, execution: WorkflowExecutionDescription, note: str, by: str, unpolled_by: str
+    ) -> RunResult:
+        """`end` of a run whose queue no worker polls (every worker gone: no update is taken, no execution
+        runs). A new execution of its workflow is started to end it (`_wire.ENDED`, as for a cancelled run;
+        one still open, waiting or not, is terminated by that start), its end in its memo (`_wire.ENDED`)
+        and its stop reason in visibility: the run reads as ended at once, everywhere. Once a worker polls,
+        the execution ends it as `end` does (counted, traced, its cleanup run), or Temporal closes it after
+        `ENDING_TIMEOUT` (it reads as ended all the same). The result: the run's end, as read then."""
+        run_id = execution.id
+        record = await _record(execution)
+        if record.status is RunStatus.FINISHED:
+            raise NotClaimable(f"run {run_id} has ended already ({record.stop_reason}); nothing was changed")
+        run, snapshot = await self._ending_run(execution, record)
+        said = f"{note} " if note.strip() else ""
+        why = one_line(
+            f"{said}(by {by}; {unpolled_by}: it ended without a worker, its cleanup runs once one polls)"
+        )
+        result = RunResult(
+            run_id,
+            record.agent,
+            record.task_type or str(run.get("task_type") or "default"),
+            StopReason.ERROR,
+            note=operator_end_note(why),
+            error_type=ENDED_BY_OPERATOR,
+            turns=record.turns,
+            usage=record.usage,
+            active_seconds=record.active_seconds,
+            waiting_seconds=record.waiting_seconds,
+        )
+        start = {**run, "plan": {}, "snapshot": snapshot, w.ENDED: {"note": why, "plan": run.get("plan")}}
+        memo = {
+            "task": record.task,
+            "segments": record.segments,
+            "result": {**result.to_dict(), "note": result.note[:MEMO_NOTE]},
+            w.ENDED: {"by": by, "at": self.clock()},
+            **await self._answered_memo(run_id),
+        }
+        attributes = [(w.SA_AGENT, result.agent), (w.SA_TASK_TYPE, result.task_type)]
+        attributes.append((w.SA_STOP_REASON, str(StopReason.ERROR)))
+        conflict = WorkflowIDConflictPolicy.FAIL
+        if execution.status is WorkflowExecutionStatus.RUNNING:
+            conflict = WorkflowIDConflictPolicy.TERMINATE_EXISTING
+        try:
+            await self._start_workflow(
+                run_id,
+                _ending(run_id, start),
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=conflict,
+                execution_timeout=ENDING_TIMEOUT,
+                search_attributes=TypedSearchAttributes([SearchAttributePair(k, v) for k, v in attributes]),
+                memo=memo,
+            )
+        except WorkflowAlreadyStartedError as exc:
+            raise NotClaimable(
+                f"run {run_id} was resumed by someone else meanwhile; nothing was changed"
+            ) from exc
+        log.warning("run %s: ended by %s with no worker polling task queue %r", run_id, by, self.task_queue)
+        return result
+
+    async def _ending_run(
+        self, execution: WorkflowExecutionDescription, record: RunRecord
+    ) -> tuple[dict[str, Any], str | None]:
+        """The run an execution that ends it starts with, and its snapshot: a cancelled run's as its
+        result keeps them; an open execution's as it started (its snapshot, in its workflow's memory, is
+        not to be had without a worker: its journal stays in that execution's history)."""
+        if execution.status is not WorkflowExecutionStatus.RUNNING:
+            ended = await self.ended(execution.id)
+            if ended is None or ended[0].reason is not StopReason.CANCELLED:
+                reason = ended[0].reason if ended else "running"
+                raise NotClaimable(f"run {execution.id} has ended already ({reason}); nothing was changed")
+            result, run = ended
+            return run, result.snapshot.to_json() if result.snapshot else None
+        kept = ("agent", "task", "task_type", "state", "plan", "segments")
+        try:
+            async for event in self._pinned(execution).fetch_history_events(page_size=1):
+                given = event.workflow_execution_started_event_attributes.input.payloads
+                [start] = await self.client.data_converter.decode(given) if given else [{}]
+                run = {k: start[k] for k in kept if isinstance(start, dict) and k in start}
+                break
+            else:
+                run = {}
+        except RPCError as exc:
+            raise _rpc_error(execution.id, exc) from exc
+        base = {"agent": record.agent, "task": record.task, "state": {}}
+        task_type = record.task_type or run.get("task_type")  # as the run's preparation set it, if it ran
+        return {**base, **run, "task_type": task_type, "segments": record.segments}, None
+
     async def _waits(self, run_id: str) -> str | None:
         """What the run waits for (`reply_problem`'s words for no reply), or None when it waits for no
         person: a run that waits is `running` to Temporal."""
@@ -473,7 +612,8 @@ class TemporalRuns:
         """The latest execution's result and run, or None while it runs (unless `wait`)."""
         execution = await self._described(run_id)
         if not wait and execution.status is WorkflowExecutionStatus.RUNNING:
-            return None
+            kept = await _ended_unattended(execution)  # ended with no worker: open until one takes it
+            return None if kept is None else (w.result_from_json(kept), {})
         out = await self._outcome(self._pinned(execution))
         return w.result_from_json(out["result"]), out["run"]
 
@@ -496,6 +636,8 @@ class TemporalRuns:
             execution = await handle.describe()
         except RPCError as rpc:
             raise _rpc_error(handle.id, rpc) from rpc
+        if (kept := await _ended_unattended(execution)) is not None:  # closed by `ENDING_TIMEOUT`, say
+            return kept
         record = await _record(execution)
         status = execution.status or WorkflowExecutionStatus.FAILED
         return {
@@ -523,7 +665,13 @@ class TemporalRuns:
             if problem := w.reply_too_large("the reply", text):
                 raise AnswerError(f"run {run_id}: {problem}; nothing was changed")
         execution = await self._described(run_id)
+        if await _ended_unattended(execution) is not None:  # its ending execution waits for a worker
+            raise NotClaimable(
+                f"run {run_id} is not waiting for a person (it ended as error: {ENDED_BY_OPERATOR}); nothing "
+                "was changed"
+            )
         await self._check_in_time(execution)
+        await self._check_polled(execution, "reply")
         handle = self._pinned(execution)
         try:
             return await self.prompt.execute(handle, update, args)
@@ -548,6 +696,18 @@ class TemporalRuns:
         if deadline is not None and deadline <= time.time():
             timer = "The deadline's timer ends the run under its help policy once an `endstate worker` polls"
             raise too_late(execution.id, deadline, f"{timer} task queue {self.task_queue!r}")
+
+    async def _check_polled(self, execution: WorkflowExecutionDescription, what: str) -> None:
+        """Refuse (`NoWorker`) a call only a worker carries on when no worker polls the run's task queue:
+        sent, it waited for one without a word (the service's 30 s, the command's wait for ever)."""
+        if problem := await unpolled(self.client, self.task_queue, self.clock):
+            agent = execution.typed_search_attributes.get(w.SA_AGENT) or ""
+            raise NoWorker(
+                f"run {execution.id} (agent {agent!r:.100}): {problem}: the {what} was not sent; nothing was "
+                f"changed. Start a worker on that queue whose catalog has the agent (`endstate worker "
+                f"--temporal HOST:PORT --task-queue {self.task_queue}`), then send it again; to end the run "
+                f"without one: `endstate end {execution.id} --temporal HOST:PORT`"
+            )
 
     async def _described(self, run_id: str) -> WorkflowExecutionDescription:
         """The run's latest execution, when it is on this client's task queue; else `UnknownRun` (for
@@ -661,7 +821,7 @@ class TemporalRuns:
         query = f"{w.runs_query(self.task_queue)} AND ExecutionStatus != 'ContinuedAsNew'"
         if status is RunStatus.WAITING:
             query += f" AND {w.SA_WAITING.name} = true AND ExecutionStatus = 'Running'"
-        query += _only(w.SA_AGENT.name, agent) + _only(w.SA_TASK_TYPE.name, task_type)
+        query += _only("agent", w.SA_AGENT.name, agent) + _only("task type", w.SA_TASK_TYPE.name, task_type)
         records: dict[str, RunRecord] = {}
         seen: set[str] = set()  # a run's latest execution, listed first, is its status: not an older one's
         try:
@@ -685,14 +845,45 @@ class TemporalRuns:
         return sorted(waiting, key=lambda r: r.suspended_at or 0.0)
 
 
-def _only(attribute: str, value: str | None) -> str:
+async def _checked(handle: WorkflowHandle[Any, Any]) -> bool:
+    """Wait until a worker has carried the execution on (its first activity done: the check that it can
+    go on with the run, `_wire.READY`, or its preparation), False; or until the execution closed, True."""
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            return False
+        if event.event_type in _CLOSES:
+            return True
+    return True
+
+
+def _only(what: str, attribute: str, value: str | None) -> str:
     """The visibility query's condition that a keyword search attribute is `value` ('' for None). A
     value the query cannot quote as it is (a quote or a backslash, which the server's filter does not
-    match even escaped; a character that is not printable) is left out of it: `_of` keeps only the
-    runs of that value, as `runs_query` leaves such a task queue to `on_queue`."""
-    if value is None or not value.isprintable() or any(c in value for c in "'\"\\"):
+    match even escaped; a character that is not printable) is narrowed to its longest prefix the query
+    can quote (`STARTS_WITH`), and `_of` keeps only the runs of that very value: the listing reads the
+    runs whose names begin so, not every run of the queue. A value that begins with such a character
+    has no such prefix: refused (`ConfigError`), as reading every run of the queue is unbounded."""
+    if value is None:
         return ""
-    return f" AND {attribute} = '{value}'"
+    prefix = _quotable_prefix(value)
+    if prefix == value:
+        return f" AND {attribute} = '{value}'"
+    if prefix:
+        return f" AND {attribute} STARTS_WITH '{prefix}'"
+    raise ConfigError(
+        f"{what} {value[:60]!r} cannot be looked up in Temporal's visibility: its query cannot quote "
+        f"{value[0]!r}, which the name begins with (only the runs whose names begin with a letter, a digit "
+        "or another printable character but a quote or a backslash can be found by name); nothing was read. "
+        "List the runs without this filter (`--json` gives each run's agent and task type)"
+    )
+
+
+def _quotable_prefix(value: str) -> str:
+    """The longest start of `value` that a visibility query can quote as it is."""
+    for i, c in enumerate(value):
+        if not c.isprintable() or c in "'\"\\":
+            return value[:i]
+    return value
 
 
 def _of(record: RunRecord, agent: str | None, task_type: str | None) -> bool:
@@ -705,17 +896,23 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
     attrs = execution.typed_search_attributes
     memo = await execution.memo()
     last: dict[str, Any] = memo.get("result") or {}
-    status = _status(execution.status, last, bool(attrs.get(w.SA_WAITING)))
+    ended_here = isinstance(memo.get(w.ENDED), dict)  # ended with no worker polling: its memo holds its end
+    status = (
+        RunStatus.FINISHED if ended_here else _status(execution.status, last, bool(attrs.get(w.SA_WAITING)))
+    )
     suspension = w.suspension_from_json(last.get("suspension")) if status is RunStatus.WAITING else None
     reason = last.get("reason") or None
     note, error_type = last.get("note", ""), last.get("error_type") or None
-    if execution.status in _NO_RESULT or (execution.status in _TEMPORAL_ENDED and not reason):
+    if not ended_here and (
+        execution.status in _NO_RESULT or (execution.status in _TEMPORAL_ENDED and not reason)
+    ):
         # the memo holds the last segment's end (a suspension, say), not this end, which Temporal made
         reason, note = str(StopReason.ERROR), _TEMPORAL_ENDED[execution.status]
         error_type = _NO_RESULT.get(execution.status, "workflow_failed")  # as `_without_result` says
         last = {k: v for k, v in last.items() if k not in ("limit", "verified", "output", "summary")}
     started = execution.start_time.timestamp()
     closed = execution.close_time if status is RunStatus.FINISHED else None
+    closed = (closed or execution.start_time) if ended_here else closed
     return RunRecord(
         run_id=execution.id,
         agent=attrs.get(w.SA_AGENT) or "",
@@ -745,6 +942,14 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         segments=_whole(memo.get("segments")),
         **w.answered_of(memo.get(w.ANSWERED)),
     )
+
+
+async def _ended_unattended(execution: WorkflowExecution) -> dict[str, Any] | None:
+    """The end an operator gave a run whose queue no worker polled (`TemporalRuns._end_unattended`), as its
+    execution's memo keeps it; None for any other execution."""
+    memo = await execution.memo()
+    kept = memo.get("result")
+    return kept if isinstance(memo.get(w.ENDED), dict) and isinstance(kept, dict) else None
 
 
 def _with_texts(record: RunRecord, result: dict[str, Any]) -> RunRecord:
@@ -831,6 +1036,13 @@ def _check_label(what: str, value: object) -> None:
         raise ConfigError(
             f"{what} {value[:40]!r}... is over {MAX_KEYWORD_BYTES:,} bytes as Temporal counts a search "
             "attribute (its JSON, where a letter beyond ASCII takes six), which it refuses: use a short name"
+        )
+    if not _quotable_prefix(value):
+        raise ConfigError(
+            f"{what} {value[:60]!r} begins with {value[0]!r}, which Temporal's visibility query cannot "
+            f"quote: its runs could not be listed by {what} (`runs --agent`, `/runs?agent=`); nothing was "
+            "started. Use a name that begins with a letter, a digit or another printable character but a "
+            "quote or a backslash"
         )
 
 

@@ -74,9 +74,11 @@ class ReplyNotTaken(StoreError):
 
 @dataclass(frozen=True)
 class TemporalJob:
-    """A run handed to Temporal; its workers carry it on."""
+    """A run handed to Temporal; its workers carry it on. `note`: what the caller is told will happen,
+    when it is not what a 202 says by itself (a worker has taken it)."""
 
     run_id: str
+    note: str = ""
 
 
 class TemporalStore:
@@ -162,21 +164,32 @@ class TemporalRunner:
         checked by the workflow as it takes the reply); with neither, resume a cancelled run (with
         `more`: a limit stop). `by` names who replies: the run keeps it, as the store's runner does."""
         if answer is None and approved is None:
-            self.bridge.call(self.runs.submit_resume(run_id, more))
+            if not self.bridge.call(self.runs.submit_resume(run_id, more)):
+                return TemporalJob(run_id, self._unchecked(run_id))
         else:
             replied = self.runs.submit(run_id, answer, approved, segments, by)
             self.bridge.call(replied, self._not_taken(run_id))
         return TemporalJob(run_id)
 
+    def _unchecked(self, run_id: str) -> str:
+        """What a resume no worker has checked yet is told (its queue's worker stopped a moment ago)."""
+        return (
+            f"resumed, but no worker has taken it up yet: it waits on task queue {self.runs.task_queue!r} "
+            "for a worker, which checks that it can go on with the run (if none can, the run ends as it "
+            f"was, `not_resumed`, its note saying why). Read it: GET /runs/{run_id}"
+        )
+
     def _not_taken(self, run_id: str) -> ReplyNotTaken:
         """What a reply no worker took in time is told: Temporal keeps it (an update cannot be taken
         back), so a worker that polls later may still take it; resending it blind could answer a
-        later question."""
+        later question. It keeps it in memory only (an update is written to the run's history once a
+        worker takes it): a server restart may drop it, so the reader is told to read the run."""
         return ReplyNotTaken(
             f"no worker took the reply to run {run_id} within {CALL_TIMEOUT_S:g} s (is one polling task "
-            f"queue {self.runs.task_queue!r}?). Temporal holds it, and a worker that polls may still take "
-            f"it: read the run (GET /runs/{run_id}) before you send it again, with the `segments` read, "
-            "so it never lands on a later question"
+            f"queue {self.runs.task_queue!r}? one stopped a moment ago still counted as polling). Temporal "
+            "holds it in memory, not in the run's history until a worker takes it: a worker that polls may "
+            f"still take it, a server restart drop it. Read the run (GET /runs/{run_id}) before you send it "
+            "again, with the `segments` read, so it never lands on a later question"
         )
 
     def spawn(self, job: TemporalJob) -> None:
