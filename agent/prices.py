@@ -11,11 +11,12 @@ ceiling), and a warning names both, once per pair. A price given for the name as
 `PriceTable({name: Price(...)})`) is what its calls cost, whatever the reply names. The chat span keeps
 the named model as `gen_ai.response.model`. The parts of a call's usage that name a model each (a
 server-side fallback's attempts, an advisor's answer) follow the same rule: a part naming a model the
-request named (the model asked, a model of its `fallbacks` list, its advisor tool's model) is priced at
-that model's price; one naming any other model (every model when the request leaves the fallback to
-the API, `fallbacks: "default"`) is marked by the adapter (`NAMED_UNASKED`) and priced as a reply
-naming it is, at the dearer of it and the model asked. The loop's cost ceiling, the run's cost, the
-spans and the metrics all take a call's cost from `PriceTable.usage_of`: one path.
+request named for it (the model asked; for a fallback's attempt, a model of its `fallbacks` list; for an
+advisor's answer, its advisor tool's model) is priced at that model's price; one naming any other model
+(every model when the request leaves the fallback to the API, `fallbacks: "default"`) is marked by the
+adapter (`NAMED_UNASKED`) and priced as a reply naming it is, at the dearer of it and the model asked. The
+loop's cost ceiling, the run's cost, the spans and the metrics all take a call's cost from
+`PriceTable.usage_of`: one path.
 """
 
 from __future__ import annotations
