@@ -51,3 +51,27 @@ def test_each_kind_of_part_still_trusts_its_own_named_model() -> None:
 def test_odd_fallbacks_shapes_name_no_model_and_never_crash(fallbacks: object) -> None:
     named = models_named(ASKED, [{"type": "advisor_20260301", "name": "advisor"}], {"fallbacks": fallbacks})
     assert set().union(*named.values()) == {ASKED}
+
+
+DEAR_ADVISOR = {"type": "advisor_20260301", "name": "advisor", "model": "claude-opus-4-1"}  # $15 / $75
+
+
+def opus_4_1(input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens * 15 + output_tokens * 75) / 1e6
+
+
+def test_an_advisors_answer_said_to_be_by_a_cheap_model_costs_at_least_the_advisor_asked() -> None:
+    # Before: priced at the dearer of Haiku and the model asked (Opus 4.6), under the Opus 4.1 advisor asked.
+    result = run(advised(CHEAP), server_tools=[DEAR_ADVISOR])
+    assert result.reason is StopReason.SUCCESS, result.note
+    assert result.cost_usd == pytest.approx(opus(10, 5) + opus_4_1(40_000, 1_500))
+
+
+def test_an_advisors_answer_by_the_advisor_asked_is_priced_at_it() -> None:
+    result = run(advised("claude-opus-4-1"), server_tools=[DEAR_ADVISOR])
+    assert result.cost_usd == pytest.approx(opus(10, 5) + opus_4_1(40_000, 1_500))
+
+
+def test_an_unasked_part_billed_apart_costs_at_least_the_model_asked_when_the_advisor_is_cheaper() -> None:
+    result = run(advised("claude-sonnet-4-5"), server_tools=[ADVISOR])  # Haiku advising Opus
+    assert result.cost_usd == pytest.approx(opus(10, 5) + opus(40_000, 1_500))

@@ -175,6 +175,7 @@ from agent.models.base import (
     COUNT_UNKNOWN,
     NAMED_UNASKED,
     NOT_BILLED,
+    PRICED_AT_LEAST,
     PROVIDER_DATA,
     Message,
     ModelReply,
@@ -2471,7 +2472,9 @@ def with_unasked_marked(
 ) -> ModelReply:
     """`reply` with each part of its usage (`BILLED_BY_MODEL`, `BILLED_APART`) that names a model not in
     `named` for its kind (`models_named`: a dated id of one is that one) marked `NAMED_UNASKED`: priced
-    by the model asked, as a reply naming another model is, never at a cheaper model a server named.
+    by the model asked, as a reply naming another model is, never at a cheaper model a server named; one
+    billed apart when an advisor tool names a model, at no less than any model named for it
+    (`PRICED_AT_LEAST`: an advisor's answer said to be by a cheap model costs what the advisor asked does).
     When the request asked for no fallback (`fallbacks` False), none can have happened: an attempt said
     to have declined before any output is billed all the same (its `NOT_BILLED` dropped), so that no
     server's word leaves a call's tokens out of the cost ceiling."""
@@ -2486,6 +2489,11 @@ def with_unasked_marked(
         for key in (BILLED_BY_MODEL, BILLED_APART)
         if key in extra
     }
+    if len(asked := sorted(named.get(BILLED_APART, ()))) > 1:  # an advisor tool names a model
+        marked[BILLED_APART] = [  # an advisor's answer said to be by another model costs what one asked does
+            part | {PRICED_AT_LEAST: asked} if part.get(NAMED_UNASKED) is True else part
+            for part in marked.get(BILLED_APART, [])
+        ]
     return _replace_reply(reply, extra=extra | marked)
 
 
