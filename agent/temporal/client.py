@@ -415,6 +415,7 @@ class TemporalRuns:
                     f"run {run_id} has ended already ({ENDED_BY_OPERATOR}); nothing was changed"
                 )
             if unpolled_by := await unpolled(self.client, self.task_queue, self.clock):
+                execution = await self._described(run_id)  # as it is now: the pollers took seconds to read
                 return await self._end_unattended(execution, note, by or self.client.identity, unpolled_by)
             if execution.status is not WorkflowExecutionStatus.RUNNING:
                 return await self._end_cancelled(run_id, note)
