@@ -190,10 +190,15 @@ class PriceTable:
         and no less than by any model the request named for it (`PRICED_AT_LEAST`, an advisor tool's)
         whose price is known; unknown when `model`'s is."""
         cost = self._own_cost(model, part)
-        at_least = [m for m in part.extra.get(PRICED_AT_LEAST, ()) if m != model and self.knows(m)]
+        at_least = [m for m in part.extra.get(PRICED_AT_LEAST, ()) if m != model and self._covers(m, part)]
         if cost is None or not at_least:
             return cost
         return max([cost, *(self._own_cost(m, part) or 0.0 for m in at_least)])
+
+    def _covers(self, model: str, reply: ModelReply) -> bool:
+        """Whether `model` has a price for all of `reply` (its fast mode, say)."""
+        price = self.price(model)
+        return price is not None and price.covers(reply)
 
     def _own_cost(self, model: str, reply: ModelReply) -> float | None:
         """One call's cost, by the model asked (`model`) and the one its reply names (`reply.model`):
