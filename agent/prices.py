@@ -11,11 +11,13 @@ ceiling), and a warning names both, once per pair. A price given for the name as
 `PriceTable({name: Price(...)})`) is what its calls cost, whatever the reply names. The chat span keeps
 the named model as `gen_ai.response.model`. The parts of a call's usage that name a model each (a
 server-side fallback's attempts, an advisor's answer) follow the same rule: a part naming a model the
-request named (the model asked, a model of its `fallbacks` list, its advisor tool's model) is priced at
-that model's price; one naming any other model (every model when the request leaves the fallback to
-the API, `fallbacks: "default"`) is marked by the adapter (`NAMED_UNASKED`) and priced as a reply
-naming it is, at the dearer of it and the model asked. The loop's cost ceiling, the run's cost, the
-spans and the metrics all take a call's cost from `PriceTable.usage_of`: one path.
+request named for it (the model asked; for a fallback's attempt, a model of its `fallbacks` list; for an
+advisor's answer, its advisor tool's model) is priced at that model's price; one naming any other model
+(every model when the request leaves the fallback to the API, `fallbacks: "default"`) is marked by the
+adapter (`NAMED_UNASKED`) and priced as a reply naming it is, at the dearer of it and the model asked
+(an advisor's answer at no less than the advisor asked: `PRICED_AT_LEAST`). The
+loop's cost ceiling, the run's cost, the spans and the metrics all take a call's cost from
+`PriceTable.usage_of`: one path.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agent.errors import ConfigError
-from agent.models.base import COUNT_UNKNOWN, NAMED_UNASKED, NOT_BILLED
+from agent.models.base import COUNT_UNKNOWN, NAMED_UNASKED, NOT_BILLED, PRICED_AT_LEAST
 
 if TYPE_CHECKING:
     from agent.models.base import ModelReply
@@ -168,18 +170,35 @@ class PriceTable:
     def _parts_cost(self, model: str, parts: list[ModelReply]) -> float | None:
         """The cost of calls each at its own model's price (`model` for those that name none), but for
         a part naming a model its request did not name (`NAMED_UNASKED`): priced as a reply's own
-        model is, by `model` (`_own_cost`: the dearer of the two), so that a server naming a cheaper
-        model in a part does not lower what a cost ceiling counts."""
+        model is, by `model` (`_unasked_cost`: the dearer of the two, or of an advisor asked), so that a
+        server naming a cheaper model in a part does not lower what a cost ceiling counts."""
         total = 0.0
         for part in parts:
             if part.extra.get(NOT_BILLED) is True:  # a fallback's attempt declined before any output
                 continue
-            asked = model if part.extra.get(NAMED_UNASKED) is True else part.model or model
-            cost = self._own_cost(asked, part)
+            if part.extra.get(NAMED_UNASKED) is True:
+                cost = self._unasked_cost(model, part)
+            else:
+                cost = self._own_cost(part.model or model, part)
             if cost is None:
                 return None
             total += cost
         return total
+
+    def _unasked_cost(self, model: str, part: ModelReply) -> float | None:
+        """The cost of a part naming a model its request did not name: as a reply naming it is, by `model`,
+        and no less than by any model the request named for it (`PRICED_AT_LEAST`, an advisor tool's)
+        whose price is known; unknown when `model`'s is."""
+        cost = self._own_cost(model, part)
+        at_least = [m for m in part.extra.get(PRICED_AT_LEAST, ()) if m != model and self._covers(m, part)]
+        if cost is None or not at_least:
+            return cost
+        return max([cost, *(self._own_cost(m, part) or 0.0 for m in at_least)])
+
+    def _covers(self, model: str, reply: ModelReply) -> bool:
+        """Whether `model` has a price for all of `reply` (its fast mode, say)."""
+        price = self.price(model)
+        return price is not None and price.covers(reply)
 
     def _own_cost(self, model: str, reply: ModelReply) -> float | None:
         """One call's cost, by the model asked (`model`) and the one its reply names (`reply.model`):

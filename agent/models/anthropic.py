@@ -129,10 +129,11 @@ Choices worth knowing:
   (`error_type` `container_expired`).
 - A reply's `request_id` is the id of the HTTP request behind it (`request-id`; Amazon Bedrock's
   `x-amzn-requestid`: `request_id_of`), bounded and escaped, for the chat span: what support asks for.
-  The parts of its usage naming a model the request did not name (not the model asked, a model of its
-  `fallbacks` list, its advisor tool's model) are marked `NAMED_UNASKED` (`with_unasked_marked`), so
-  that they are priced by the model asked, never at a cheaper model a server named; when the request
-  asked for no fallback, an attempt said to have declined before any output is billed all the same.
+  The parts of its usage naming a model the request did not name for their kind (a fallback's: not the model
+  asked nor a model of its `fallbacks` list; an advisor's answer: nor its advisor tool's) are marked
+  `NAMED_UNASKED` (`with_unasked_marked`), so that they are priced by the model asked, never at a cheaper
+  model a server named; when the request asked for no fallback, an attempt said to have declined before any
+  output is billed all the same.
 - `extra["rate_limit"]` holds the reply's rate-limit headers (`anthropic-ratelimit-*`,
   fast mode's `anthropic-fast-*`, the priority tier's `anthropic-priority-*`),
   `extra["stop_details"]` the API's details of a refusal (kept in the journal too, and said in the
@@ -174,6 +175,7 @@ from agent.models.base import (
     COUNT_UNKNOWN,
     NAMED_UNASKED,
     NOT_BILLED,
+    PRICED_AT_LEAST,
     PROVIDER_DATA,
     Message,
     ModelReply,
@@ -2445,32 +2447,53 @@ def _billed(iterations: Any, content: Sequence[Mapping[str, Any]] = ()) -> dict[
 
 def models_named(
     model: str, server_tools: Sequence[Mapping[str, Any]], extra_body: Mapping[str, Any] | None
-) -> frozenset[str]:
-    """The models a request of `model` names: `model`, each model of its `fallbacks` list (its string
-    form, "default", leaves the choice to the API and names none), and each advisor tool's `model`.
-    A part of a reply's usage naming another is the server's word alone (`with_unasked_marked`)."""
+) -> dict[str, frozenset[str]]:
+    """The models a request of `model` names, by the kind of usage part each vouches for: a fallback's
+    parts (`BILLED_BY_MODEL`), `model` and each model of its `fallbacks` list (its string form,
+    "default", leaves the choice to the API and names none); the parts billed apart (`BILLED_APART`: an
+    advisor's answer, a compaction), `model` and each advisor tool's `model`. A part naming another is
+    the server's word alone (`with_unasked_marked`): an advisor's model does not vouch for a fallback
+    said to be by it, nor a fallback's model for an advisor's answer."""
     fallbacks = (extra_body or {}).get("fallbacks")
     listed = fallbacks if isinstance(fallbacks, list) else []
     tools = [spec for spec in server_tools if str(spec.get("type", "")).startswith("advisor_")]
-    named = [_field(entry, "model") for entry in listed] + [spec.get("model") for spec in tools]
-    return frozenset({model, *(m for m in named if isinstance(m, str) and m)})
+
+    def named(models: list[Any]) -> frozenset[str]:
+        return frozenset({model, *(m for m in models if isinstance(m, str) and m)})
+
+    return {
+        BILLED_BY_MODEL: named([_field(entry, "model") for entry in listed]),
+        BILLED_APART: named([spec.get("model") for spec in tools]),
+    }
 
 
-def with_unasked_marked(reply: ModelReply, named: frozenset[str], fallbacks: bool = True) -> ModelReply:
+def with_unasked_marked(
+    reply: ModelReply, named: Mapping[str, frozenset[str]], fallbacks: bool = True
+) -> ModelReply:
     """`reply` with each part of its usage (`BILLED_BY_MODEL`, `BILLED_APART`) that names a model not in
-    `named` (`models_named`: a dated id of one is that one) marked `NAMED_UNASKED`: priced by the model
-    asked, as a reply naming another model is, never at a cheaper model a server named. When the request
-    asked for no fallback (`fallbacks` False), none can have happened: an attempt said to have declined
-    before any output is billed all the same (its `NOT_BILLED` dropped), so that no server's word leaves
-    a call's tokens out of the cost ceiling."""
+    `named` for its kind (`models_named`: a dated id of one is that one) marked `NAMED_UNASKED`: priced
+    by the model asked, as a reply naming another model is, never at a cheaper model a server named; one
+    billed apart when an advisor tool names a model, at no less than any model named for it
+    (`PRICED_AT_LEAST`: an advisor's answer said to be by a cheap model costs what the advisor asked does).
+    When the request asked for no fallback (`fallbacks` False), none can have happened: an attempt said
+    to have declined before any output is billed all the same (its `NOT_BILLED` dropped), so that no
+    server's word leaves a call's tokens out of the cost ceiling."""
     extra = reply.extra
     if not extra or not (BILLED_BY_MODEL in extra or BILLED_APART in extra):  # most replies
         return reply
     marked = {
-        key: [_unasked_marked(part, named, fallbacks or key != BILLED_BY_MODEL) for part in extra[key]]
+        key: [
+            _unasked_marked(part, named.get(key, frozenset()), fallbacks or key != BILLED_BY_MODEL)
+            for part in extra[key]
+        ]
         for key in (BILLED_BY_MODEL, BILLED_APART)
         if key in extra
     }
+    if len(asked := sorted(named.get(BILLED_APART, ()))) > 1:  # an advisor tool names a model
+        marked[BILLED_APART] = [  # an advisor's answer said to be by another model costs what one asked does
+            part | {PRICED_AT_LEAST: asked} if part.get(NAMED_UNASKED) is True else part
+            for part in marked.get(BILLED_APART, [])
+        ]
     return _replace_reply(reply, extra=extra | marked)
 
 

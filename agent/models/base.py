@@ -35,6 +35,9 @@ NOT_BILLED = "not_billed"  # ... true when the provider bills nothing of the cal
 # (not the model asked, nor a fallback or an advisor it listed): the server's word alone, priced as a
 # reply's own model is, by the model asked (`PriceTable`: the dearer of the two)
 NAMED_UNASKED = "named_unasked"
+# ... on such a part billed apart, the models its request named for it (its advisor tools'): it costs at least
+# what one of them would (an advisor's answer said to be by a cheaper model costs what the advisor asked does)
+PRICED_AT_LEAST = "priced_at_least"
 # ... true when the provider gave no count of the call's input that a call could have (none, negative,
 # past what its context window holds): the tokens counted of it are a floor, its cost unknown
 COUNT_UNKNOWN = "count_unknown"
@@ -166,7 +169,7 @@ class ModelReply:
                 input_tokens=part.get("input_tokens", 0),
                 output_tokens=part.get("output_tokens", 0),
                 model=part.get("model", ""),
-                extra=extra | {flag: True for flag in _PART_FLAGS if part.get(flag) is True},
+                extra=extra | _said_of_itself(part),
                 cache_read_input_tokens=part.get("cache_read_input_tokens", 0),
                 cache_creation_input_tokens=part.get("cache_creation_input_tokens", 0),
                 cache_creation_1h_input_tokens=part.get("cache_creation_1h_input_tokens", 0),
@@ -257,6 +260,15 @@ class ModelReply:
             for b in self.content
             if b.get("type") == "tool_use"
         ]
+
+
+def _said_of_itself(part: dict[str, Any]) -> dict[str, Any]:
+    """What a part of a call says of itself alone (`_PART_FLAGS`, `PRICED_AT_LEAST`), as its `extra`."""
+    said: dict[str, Any] = {flag: True for flag in _PART_FLAGS if part.get(flag) is True}
+    at_least = part.get(PRICED_AT_LEAST)
+    if isinstance(at_least, list) and at_least and all(isinstance(m, str) and m for m in at_least):
+        said[PRICED_AT_LEAST] = list(at_least)
+    return said
 
 
 MOST_ID_CHARS = 128  # an id a provider sends (a request's, a message's), as a span shows it

@@ -415,6 +415,7 @@ class TemporalRuns:
                     f"run {run_id} has ended already ({ENDED_BY_OPERATOR}); nothing was changed"
                 )
             if unpolled_by := await unpolled(self.client, self.task_queue, self.clock):
+                execution = await self._described(run_id)  # as it is now: the pollers took seconds to read
                 return await self._end_unattended(execution, note, by or self.client.identity, unpolled_by)
             if execution.status is not WorkflowExecutionStatus.RUNNING:
                 return await self._end_cancelled(run_id, note)
@@ -476,10 +477,11 @@ class TemporalRuns:
     ) -> RunResult:
         """`end` of a run whose queue no worker polls (every worker gone: no update is taken, no execution
         runs). A new execution of its workflow is started to end it (`_wire.ENDED`, as for a cancelled run;
-        one still open, waiting or not, is terminated by that start), its end in its memo (`_wire.ENDED`)
-        and its stop reason in visibility: the run reads as ended at once, everywhere. Once a worker polls,
-        the execution ends it as `end` does (counted, traced, its cleanup run), or Temporal closes it after
-        `ENDING_TIMEOUT` (it reads as ended all the same). The result: the run's end, as read then."""
+        one still open, waiting or not, is terminated first: `_terminate_read`), its end in its memo
+        (`_wire.ENDED`) and its stop reason in visibility: the run reads as ended at once, everywhere. Once a
+        worker polls, the execution ends it as `end` does (counted, traced, its cleanup run), or Temporal
+        closes it after `ENDING_TIMEOUT` (it reads as ended all the same). The result: the run's end, as
+        read then."""
         run_id = execution.id
         record = await _record(execution)
         if record.status is RunStatus.FINISHED:
@@ -511,15 +513,14 @@ class TemporalRuns:
         }
         attributes = [(w.SA_AGENT, result.agent), (w.SA_TASK_TYPE, result.task_type)]
         attributes.append((w.SA_STOP_REASON, str(StopReason.ERROR)))
-        conflict = WorkflowIDConflictPolicy.FAIL
         if execution.status is WorkflowExecutionStatus.RUNNING:
-            conflict = WorkflowIDConflictPolicy.TERMINATE_EXISTING
+            await self._terminate_read(execution, by)
         try:
             await self._start_workflow(
                 run_id,
                 _ending(run_id, start),
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                id_conflict_policy=conflict,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 execution_timeout=ENDING_TIMEOUT,
                 search_attributes=TypedSearchAttributes([SearchAttributePair(k, v) for k, v in attributes]),
                 memo=memo,
@@ -530,6 +531,20 @@ class TemporalRuns:
             ) from exc
         log.warning("run %s: ended by %s with no worker polling task queue %r", run_id, by, self.task_queue)
         return result
+
+    async def _terminate_read(self, execution: WorkflowExecutionDescription, by: str) -> None:
+        """Terminate the open execution `end` read (pinned by its run id), before the one that ends the run
+        starts: an `end` that raced this one has closed it already (its own ending execution may be open,
+        which a start terminating whatever is open would have replaced, both told they ended the run):
+        refused (`NotClaimable`), nothing changed."""
+        try:
+            await self._pinned(execution).terminate(reason=f"ended by {by} with no worker polling")
+        except RPCError as exc:
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise _rpc_error(execution.id, exc) from exc
+            raise NotClaimable(
+                f"run {execution.id} was ended or resumed by someone else meanwhile; nothing was changed"
+            ) from exc
 
     async def _ending_run(
         self, execution: WorkflowExecutionDescription, record: RunRecord
