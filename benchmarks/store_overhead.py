@@ -20,7 +20,9 @@ and with one trivial write it commits (an `UPDATE` of one integer), each handed
 to the agent as its checkpointer. Each store is also driven as the HTTP service
 drives it (`checkpoints_on_loop=False`: each checkpoint written on the runner's
 writer thread, through the store's `checkpoint`, never sent ahead from the
-loop). Each variant goes first in turn.
+loop), and called directly with no runner around it (`create`, a `checkpoint`
+a turn, `record`: what the runner adds is the difference). Each variant goes
+first in turn.
 
 The growth check times one checkpoint in runs of 10 and of 200 turns: a
 checkpoint appends only the turn's new journal entries, so its cost must not
@@ -61,7 +63,7 @@ from typing import Any
 
 from agent import Agent, Budget, HelpPolicy, NoHooks, tool
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import NewRun, open_store
+from agent.durable.store import Lease, NewRun, Outcome, open_store
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.snapshot import Checkpoint
@@ -133,13 +135,7 @@ def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> 
     stores = {name: open_store(url) for name, url in urls.items()}
     runners = runners_of(stores, catalog, tel.hooks)
     least, closers = least_writes(urls)
-    plays = {"bare": lambda: counting_agent(turns, tel.hooks, wait).run("note numbers")}
-    for name, write in least.items():
-        plays[name] = lambda w=write: dataclasses.replace(
-            counting_agent(turns, tel.hooks, wait), checkpoint=w
-        ).run("note numbers")
-    for name, runner in runners.items():
-        plays[name] = lambda r=runner: asyncio.run(r.start("bench", "note numbers"))
+    plays = plays_of(stores, runners, least, lambda: counting_agent(turns, tel.hooks, wait))
     order = list(plays)
     micros: dict[str, list[float]] = {name: [] for name in plays}
     ratios: dict[str, dict[str, list[float]]] = {"wall": {}, "cpu": {}}
@@ -172,6 +168,34 @@ def per_turn(urls: dict[str, str], turns: int, runs: int, wait: float = 0.0) -> 
         )
         for name in plays
     }
+
+
+def plays_of(
+    stores: dict[str, Any], runners: dict[str, Runner], least: dict[str, Any], agent: Any
+) -> dict[str, Any]:
+    """Each variant of a round, by name: the bare loop (`agent()` builds its agent), the least writes,
+    the runners, and each store with no runner."""
+    plays = {"bare": lambda: agent().run("note numbers")}
+    for name, write in least.items():
+        plays[name] = lambda w=write: dataclasses.replace(agent(), checkpoint=w).run("note numbers")
+    for name, runner in runners.items():
+        plays[name] = lambda r=runner: asyncio.run(r.start("bench", "note numbers"))
+    for name, store in stores.items():
+        plays[f"{name} store, no runner"] = lambda s=store: without_runner(s, agent())
+    return plays
+
+
+def without_runner(store: Any, agent: Agent) -> Any:
+    """The store's own work with no `Runner` around it: `create`, `checkpoint` called from the agent
+    at each turn, `record` at the end (the reference that shows what the runner adds to a run)."""
+    run_id, lease = uuid.uuid4().hex, Lease("bench", 30.0)
+    store.create(NewRun(run_id, agent.name, "note numbers", agent.task_type), lease, time.time())
+    checkpointed = dataclasses.replace(
+        agent, checkpoint=lambda new: store.checkpoint(run_id, new, lease, time.time())
+    )
+    result = checkpointed.run("note numbers")
+    store.record(run_id, Outcome.of(result), lease, time.time())
+    return result
 
 
 def runners_of(stores: dict[str, Any], catalog: Catalog, hooks: Any) -> dict[str, Runner]:
