@@ -20,7 +20,7 @@ import pytest
 from cleanup_counts import cleanups
 from prometheus_client import CollectorRegistry
 from temporal_server import TemporalServer, serving, temporal_fixture
-from test_temporal54_end import WAIT_S, catalog, gone, stops, waiting_run
+from test_temporal54_end import WAIT_S, catalog, gone, stops, taken_up_once, waiting_run
 
 from agent.durable.runner import ENDED_BY_OPERATOR
 from agent.durable.store import NotClaimable
@@ -56,15 +56,7 @@ def test_two_ends_at_once_with_no_worker_one_wins_the_other_is_refused(
         [won] = ended
         record = await runs.record(run_id)
         assert record is not None and record.note == won.note
-        async with serving(temporal, catalog(), runs.task_queue, hooks=telemetry.hooks) as back:
-            result = await asyncio.wait_for(back.result(run_id), WAIT_S)
-        assert (result.reason, result.error_type, result.note) == (
-            StopReason.ERROR,
-            ENDED_BY_OPERATOR,
-            won.note,
-        )
-        assert cleanups(tmp_path) == 1
-        assert stops(telemetry) == 1
+        await taken_up_once(temporal, runs, run_id, won.note, tmp_path, telemetry)
 
     try:
         asyncio.run(scenario())
@@ -84,20 +76,12 @@ def test_a_cancel_of_a_run_ended_with_no_worker_leaves_its_end_counted_and_clean
         await runs.cancel(run_id)  # its ending execution, open until a worker takes it
         record = await runs.record(run_id)
         assert record is not None and (record.stop_reason, record.note) == (StopReason.ERROR, ended.note)
-        async with serving(temporal, catalog(), runs.task_queue, hooks=telemetry.hooks) as back:
-            result = await asyncio.wait_for(back.result(run_id), WAIT_S)
-            record = await back.record(run_id)
-        assert (result.reason, result.error_type, result.note) == (
-            StopReason.ERROR,
-            ENDED_BY_OPERATOR,
-            ended.note,
-        )
+        await taken_up_once(temporal, runs, run_id, ended.note, tmp_path, telemetry)
+        record = await runs.record(run_id)
         assert record is not None and (record.stop_reason, record.error_type) == (
             StopReason.ERROR,
             ENDED_BY_OPERATOR,
         )
-        assert cleanups(tmp_path) == 1
-        assert stops(telemetry) == 1
 
     try:
         asyncio.run(scenario())

@@ -68,6 +68,18 @@ def stops(telemetry: Telemetry) -> float:
     return telemetry.registry.get_sample_value(n.METRIC_STOPS + "_total", labels) or 0.0
 
 
+async def taken_up_once(
+    temporal: TemporalServer, runs: TemporalRuns, run_id: str, note: str, tmp_path: Path, telemetry: Telemetry
+) -> None:
+    """A worker polls the run's queue again: the execution that ends the run returns its end (`note`
+    kept), its stop counted once and its cleanup run once."""
+    async with serving(temporal, catalog(), runs.task_queue, hooks=telemetry.hooks) as back:
+        result = await asyncio.wait_for(back.result(run_id), WAIT_S)
+    assert (result.reason, result.error_type, result.note) == (StopReason.ERROR, ENDED_BY_OPERATOR, note)
+    assert cleanups(tmp_path) == 1
+    assert stops(telemetry) == 1
+
+
 def gone(runs: TemporalRuns) -> None:
     """Every worker of the runs' queue is gone, to this client."""
     runs.clock = lambda: time.time() + AHEAD_S
@@ -120,15 +132,7 @@ def test_a_run_no_worker_polls_for_is_ended_at_once_and_its_worker_later_counts_
         with pytest.raises(NotClaimable, match="not waiting for a person"):
             await runs.answer(run_id, "too late")
         assert cleanups(tmp_path) == 0  # no worker ran it yet
-        async with serving(temporal, catalog(), runs.task_queue, hooks=telemetry.hooks) as back:
-            result = await asyncio.wait_for(back.result(run_id), WAIT_S)
-        assert (result.reason, result.error_type, result.note) == (
-            StopReason.ERROR,
-            ENDED_BY_OPERATOR,
-            ended.note,
-        )
-        assert cleanups(tmp_path) == 1
-        assert stops(telemetry) == 1
+        await taken_up_once(temporal, runs, run_id, ended.note, tmp_path, telemetry)
 
     try:
         asyncio.run(scenario())
