@@ -16,8 +16,11 @@ turn). Beside them, references show what any store must pay at the least:
 the bare loop with one trivial write transaction a turn on a SQLite file
 (`BEGIN IMMEDIATE`, an `UPDATE` of one integer, `COMMIT`), with one trivial
 round trip a turn to the PostgreSQL server (`SELECT 1`, which writes nothing)
-and with one trivial write it commits (an `UPDATE` of one integer), each handed
-to the agent as its checkpointer. Each store is also driven as the HTTP service
+and with one trivial write it commits (an `UPDATE` of one integer), and, on each,
+the least a journal store must write a turn (the turn's entries, encoded as the
+stores encode them, inserted in one transaction only while a row says this
+worker holds the run; no run row written: no usage, head or lease renewal),
+each handed to the agent as its checkpointer. Each store is also driven as the HTTP service
 drives it (`checkpoints_on_loop=False`: each checkpoint written on the runner's
 writer thread, through the store's `checkpoint`, never sent ahead from the
 loop), and called directly with no runner around it (`create`, a `checkpoint`
@@ -64,6 +67,7 @@ from typing import Any
 from agent import Agent, Budget, HelpPolicy, NoHooks, tool
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import Lease, NewRun, Outcome, open_store
+from agent.durable.store._sql import entry_rows
 from agent.models.base import ModelReply, ModelRequest
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.snapshot import Checkpoint
@@ -226,6 +230,7 @@ def least_writes(urls: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
             lite.execute("COMMIT")
 
         least["bare + 1 SQLite commit"] = sqlite_commit
+        least["bare + SQLite entries only"] = _entries_only(lite, "?")
         closers.append(lite.close)
     if "PostgreSQL" in urls:
         import psycopg
@@ -235,8 +240,41 @@ def least_writes(urls: dict[str, str]) -> tuple[dict[str, Any], list[Any]]:
         conn.execute("CREATE TABLE IF NOT EXISTS bench_least (n INTEGER)")
         conn.execute("INSERT INTO bench_least VALUES (0)")
         least["bare + 1 PG commit"] = lambda _: conn.execute("UPDATE bench_least SET n = n + 1")
+        least["bare + PG entries only"] = _entries_only(conn, "%s")
         closers.append(conn.close)
     return least, closers
+
+
+def _entries_only(conn: Any, mark: str) -> Any:
+    """A checkpointer writing the least a journal store must, in one transaction a turn: the turn's
+    new entries, encoded as the stores encode them, inserted only while a row says this worker holds
+    the run (the lease read, not renewed). No run row written: no usage, head or state saved."""
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_runs (run_id TEXT PRIMARY KEY, owner TEXT)")
+    keyed = "run_id TEXT, seq INTEGER, entry TEXT, PRIMARY KEY (run_id, seq)"
+    rowid = " WITHOUT ROWID" if mark == "?" else ""  # as the SQLite store's entries table
+    conn.execute(f"CREATE TABLE IF NOT EXISTS bench_entries ({keyed}){rowid}")
+    run = uuid.uuid4().hex
+    conn.execute(f"INSERT INTO bench_runs VALUES ({mark}, 'bench')", (run,))
+    held = f"WHERE EXISTS (SELECT 1 FROM bench_runs WHERE run_id = {mark} AND owner = 'bench')"
+    seq = iter(range(1 << 62))
+    if mark == "%s":  # PostgreSQL: one statement, so one round trip and its commit
+        each = "unnest(%s::int[], %s::text[]) AS t(s, e)"
+        sql = f"INSERT INTO bench_entries SELECT %s, s, e FROM {each} {held}"
+
+        def one_trip(checkpoint: Checkpoint) -> None:
+            entries = [entry for _, entry in entry_rows(checkpoint)]
+            conn.execute(sql, (run, [next(seq) for _ in entries], entries, run))
+
+        return one_trip
+    sql = f"INSERT INTO bench_entries SELECT ?, ?, ? {held}"
+
+    def write(checkpoint: Checkpoint) -> None:
+        rows = [(run, next(seq), entry, run) for _, entry in entry_rows(checkpoint)]
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(sql, rows)
+        conn.execute("COMMIT")
+
+    return write
 
 
 class TimedStore:
