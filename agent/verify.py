@@ -22,13 +22,24 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agent._aio import in_running_loop
 from agent._valid import is_number, is_text, is_whole
-from agent.errors import ConfigError, EndstateError, TransientModelError
-from agent.models.base import PROVIDER_DATA, Model, ModelReply, ModelRequest, max_tokens_problem, refusal_said
+from agent.errors import ConfigError, EndstateError, ModelError, TransientModelError
+from agent.models.base import (
+    PROVIDER_DATA,
+    Model,
+    ModelReply,
+    ModelRequest,
+    max_tokens_problem,
+    recording_cut_calls,
+    refusal_said,
+)
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
 from agent.stops import MESSAGES_API_STOPS, StopKind
 from agent.text import written
 
 DEFAULT_TIMEOUT = 300.0  # seconds any verifier gets, unless it says (command(timeout=), within())
+# Seconds past the run's time budget that a verifier which stops itself then (`cuts_itself`: a judge,
+# whose model call is cut off and charged) is waited for, so that what it used is counted.
+CUT_GRACE = 5.0
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -380,8 +391,10 @@ async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> lis
 
     own = timeout_of(verifier)
     by_limit = left is not None and (own is None or left <= own)
-    check = functools.partial(_bounded(verifier, left) if left is not None else verifier, ctx)
-    scope = asyncio.timeout(left if by_limit else own)
+    checked = _bounded(verifier, left) if left is not None else verifier
+    check = functools.partial(checked, ctx)
+    grace = CUT_GRACE if by_limit and getattr(checked, "cuts_itself", False) is True else 0.0
+    scope = asyncio.timeout(left + grace if by_limit and left is not None else own)
     try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
         async with scope:
             value = await _settled(_in_daemon_thread(check, {}))
@@ -510,6 +523,7 @@ class EvaluatorVerifier:
     result_chars: int = 800
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
     timeout: float = DEFAULT_TIMEOUT  # the judging, retries too; past it, a failure told to the agent
+    deadline: float | None = field(default=None, repr=False, compare=False)  # set by `bounded`
 
     def __post_init__(self) -> None:
         check_timeout("evaluator()", self.timeout)
@@ -530,6 +544,16 @@ class EvaluatorVerifier:
                 )
         if (problem := max_tokens_problem(self.model, self.max_tokens)) is not None:
             raise ConfigError(f"EvaluatorVerifier: {problem}")
+
+    @property
+    def cuts_itself(self) -> bool:
+        """Whether it stops itself at the run's time budget (`bounded`): waited for then, a little."""
+        return self.deadline is not None
+
+    def bounded(self, seconds: float) -> EvaluatorVerifier:
+        """This judge, its model call cut off once `seconds` (the run's time left) have passed, and
+        what the cut call used charged to the run, as a cut call of the agent's own model is."""
+        return dataclasses.replace(self, deadline=time.monotonic() + seconds)
 
     def __call__(self, ctx: RunContext) -> list[str]:
         reply: ModelReply = _in_new_loop(self._judged(ctx))
@@ -556,7 +580,7 @@ class EvaluatorVerifier:
         while True:
             attempt += 1
             try:
-                reply = await self.model.complete(request)
+                reply = await self._call(request, ctx)
             except TransientModelError as exc:
                 delay = self.retry.delay(attempt, exc.retry_after)
                 if delay is None:
@@ -566,10 +590,29 @@ class EvaluatorVerifier:
                         f"the judge's model API asked to wait {delay:g} s (retry-after), more than the "
                         f"{MAX_RETRY_AFTER:g} s a run waits out: {exc}"
                     ) from exc
+                if self.deadline is not None and time.monotonic() + delay >= self.deadline:
+                    raise BudgetCut("the run's time budget ends before the judge's retry") from exc
                 await asyncio.sleep(delay)
                 continue
             ctx.charge(self.model.name, reply)
             return reply
+
+    async def _call(self, request: ModelRequest, ctx: RunContext) -> ModelReply:
+        """One call of the judge's model, cut off at the `deadline` (`BudgetCut`); a call cut off, or
+        whose stream broke, is charged to the run for what the adapter recorded it used."""
+        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        with recording_cut_calls(left) as cut:
+            try:
+                if left is None:
+                    return await self.model.complete(request)
+                async with asyncio.timeout(left) as scope:
+                    return await self.model.complete(request)
+            except (TimeoutError, asyncio.CancelledError, ModelError) as exc:
+                for partial in cut:
+                    ctx.charge(self.model.name, partial)
+                if isinstance(exc, TimeoutError) and left is not None and scope.expired():
+                    raise BudgetCut("the run's time budget ran out during the judge's call") from None
+                raise
 
     def brief(self, ctx: RunContext) -> str:
         """What the judge is shown: task, criteria, the agent's report, its last calls."""
