@@ -40,6 +40,7 @@ DEFAULT_TIMEOUT = 300.0  # seconds any verifier gets, unless it says (command(ti
 # Seconds past the run's time budget that a verifier which stops itself then (`cuts_itself`: a judge,
 # whose model call is cut off and charged) is waited for, so that what it used is counted.
 CUT_GRACE = 5.0
+MOST_JUDGE_PAUSES = 20  # paused turns of a judge sent back before it counts as failed (as the loop's)
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -573,9 +574,23 @@ class EvaluatorVerifier:
         return reasons
 
     async def _judged(self, ctx: RunContext) -> ModelReply:
+        """The judge's answer. A paused turn (a server tool of the judge's model still working) is sent
+        back to go on, as the loop does with the agent's own model, at most `MOST_JUDGE_PAUSES` times."""
         request = ModelRequest.of_messages(
             self.instructions, [{"role": "user", "content": self.brief(ctx)}], [VERDICT_SPEC], self.max_tokens
         )
+        for _ in range(MOST_JUDGE_PAUSES):
+            reply = await self._answered(request, ctx)
+            if (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) is not StopKind.PAUSED:
+                return reply
+            journal = (*request.journal, reply.entry(reply.parts))
+            request = ModelRequest(request.system, journal, request.tools, request.max_tokens)
+        raise VerifierError(
+            f"the judge's model ({self.model.name}) paused {MOST_JUDGE_PAUSES} times, with no verdict"
+        )
+
+    async def _answered(self, request: ModelRequest, ctx: RunContext) -> ModelReply:
+        """One answer of the judge's model to `request`, transient failures retried (`retry`)."""
         attempt = 0
         while True:
             attempt += 1
