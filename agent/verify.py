@@ -37,8 +37,8 @@ from agent.stops import MESSAGES_API_STOPS, StopKind
 from agent.text import written
 
 DEFAULT_TIMEOUT = 300.0  # seconds any verifier gets, unless it says (command(timeout=), within())
-# Seconds past the run's time budget that a verifier which stops itself then (`cuts_itself`: a judge,
-# whose model call is cut off and charged) is waited for, so that what it used is counted.
+# Seconds past its timeout or the run's time budget that a verifier which stops itself then (`cuts_itself`:
+# a judge, whose model call is cut off and charged) is waited for, so that what it used is counted.
 CUT_GRACE = 5.0
 MOST_JUDGE_PAUSES = 20  # paused turns of a judge sent back before it counts as failed (as the loop's)
 
@@ -394,8 +394,9 @@ async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> lis
     by_limit = left is not None and (own is None or left <= own)
     checked = _bounded(verifier, left) if left is not None else verifier
     check = functools.partial(checked, ctx)
-    grace = CUT_GRACE if by_limit and getattr(checked, "cuts_itself", False) is True else 0.0
-    scope = asyncio.timeout(left + grace if by_limit and left is not None else own)
+    grace = CUT_GRACE if getattr(checked, "cuts_itself", False) is True else 0.0
+    seconds = left if by_limit else own
+    scope = asyncio.timeout(None if seconds is None else seconds + grace)
     try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
         async with scope:
             value = await _settled(_in_daemon_thread(check, {}))
@@ -546,10 +547,7 @@ class EvaluatorVerifier:
         if (problem := max_tokens_problem(self.model, self.max_tokens)) is not None:
             raise ConfigError(f"EvaluatorVerifier: {problem}")
 
-    @property
-    def cuts_itself(self) -> bool:
-        """Whether it stops itself at the run's time budget (`bounded`): waited for then, a little."""
-        return self.deadline is not None
+    cuts_itself = True  # it stops its own call at its timeout and the run's budget: waited for, a little
 
     def bounded(self, seconds: float) -> EvaluatorVerifier:
         """This judge, its model call cut off once `seconds` (the run's time left) have passed, and
@@ -557,7 +555,7 @@ class EvaluatorVerifier:
         return dataclasses.replace(self, deadline=time.monotonic() + seconds)
 
     def __call__(self, ctx: RunContext) -> list[str]:
-        reply: ModelReply = _in_new_loop(self._judged(ctx))
+        reply: ModelReply = _in_new_loop(self._judged(ctx, *self._cut_at()))
         if (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) is StopKind.REFUSED:
             provider_data = reply.extra.get(PROVIDER_DATA)
             said = refusal_said(reply.stop_reason, provider_data if isinstance(provider_data, dict) else {})
@@ -573,14 +571,28 @@ class EvaluatorVerifier:
             )
         return reasons
 
-    async def _judged(self, ctx: RunContext) -> ModelReply:
-        """The judge's answer. A paused turn (a server tool of the judge's model still working) is sent
-        back to go on, as the loop does with the agent's own model, at most `MOST_JUDGE_PAUSES` times."""
+    def _cut_at(self) -> tuple[float, bool]:
+        """When the judging stops (`time.monotonic()`), and whether it is the run's time budget that
+        stops it then (else its own `timeout`)."""
+        own = time.monotonic() + self.timeout
+        if self.deadline is not None and self.deadline <= own:
+            return self.deadline, True
+        return own, False
+
+    def _cut(self, by_budget: bool) -> Exception:
+        """What stopping the judging raises: the budget's `BudgetCut`, or `Unfinished` at its timeout."""
+        if by_budget:
+            return BudgetCut("the run's time budget ran out while the judge judged")
+        return Unfinished(unfinished(self, self.timeout))
+
+    async def _judged(self, ctx: RunContext, until: float, by_budget: bool) -> ModelReply:
+        """The judge's answer, by `until`. A paused turn (a server tool of the judge's model still working)
+        is sent back to go on, as the loop does with the agent's model, at most `MOST_JUDGE_PAUSES` times."""
         request = ModelRequest.of_messages(
             self.instructions, [{"role": "user", "content": self.brief(ctx)}], [VERDICT_SPEC], self.max_tokens
         )
         for _ in range(MOST_JUDGE_PAUSES):
-            reply = await self._answered(request, ctx)
+            reply = await self._answered(request, ctx, until, by_budget)
             if (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) is not StopKind.PAUSED:
                 return reply
             journal = (*request.journal, reply.entry(reply.parts))
@@ -589,13 +601,15 @@ class EvaluatorVerifier:
             f"the judge's model ({self.model.name}) paused {MOST_JUDGE_PAUSES} times, with no verdict"
         )
 
-    async def _answered(self, request: ModelRequest, ctx: RunContext) -> ModelReply:
+    async def _answered(
+        self, request: ModelRequest, ctx: RunContext, until: float, by_budget: bool
+    ) -> ModelReply:
         """One answer of the judge's model to `request`, transient failures retried (`retry`)."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                reply = await self._call(request, ctx)
+                reply = await self._call(request, ctx, until, by_budget)
             except TransientModelError as exc:
                 delay = self.retry.delay(attempt, exc.retry_after)
                 if delay is None:
@@ -605,28 +619,28 @@ class EvaluatorVerifier:
                         f"the judge's model API asked to wait {delay:g} s (retry-after), more than the "
                         f"{MAX_RETRY_AFTER:g} s a run waits out: {exc}"
                     ) from exc
-                if self.deadline is not None and time.monotonic() + delay >= self.deadline:
-                    raise BudgetCut("the run's time budget ends before the judge's retry") from exc
+                if time.monotonic() + delay >= until:
+                    raise self._cut(by_budget) from exc
                 await asyncio.sleep(delay)
                 continue
             ctx.charge(self.model.name, reply)
             return reply
 
-    async def _call(self, request: ModelRequest, ctx: RunContext) -> ModelReply:
-        """One call of the judge's model, cut off at the `deadline` (`BudgetCut`); a call cut off, or
-        whose stream broke, is charged to the run for what the adapter recorded it used."""
-        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+    async def _call(
+        self, request: ModelRequest, ctx: RunContext, until: float, by_budget: bool
+    ) -> ModelReply:
+        """One call of the judge's model, cut off at `until` (`_cut`); a call cut off, or whose stream
+        broke, is charged to the run for what the adapter recorded it used."""
+        left = max(0.0, until - time.monotonic())
         with recording_cut_calls(left) as cut:
             try:
-                if left is None:
-                    return await self.model.complete(request)
                 async with asyncio.timeout(left) as scope:
                     return await self.model.complete(request)
             except (TimeoutError, asyncio.CancelledError, ModelError) as exc:
                 for partial in cut:
                     ctx.charge(self.model.name, partial)
-                if isinstance(exc, TimeoutError) and left is not None and scope.expired():
-                    raise BudgetCut("the run's time budget ran out during the judge's call") from None
+                if isinstance(exc, TimeoutError) and scope.expired():
+                    raise self._cut(by_budget) from None
                 raise
 
     def brief(self, ctx: RunContext) -> str:
