@@ -33,6 +33,7 @@ from agent.content import MEDIA_TOKENS, Image, cut_text, media_count, media_toke
 from agent.errors import ConfigError
 from agent.journal import CONTEXT_TOKENS, Call, Entry, Note, Reply, Result, Shrunk, Task
 from agent.models.base import max_tokens_problem
+from agent.stops import MESSAGES_API_STOPS, StopKind
 
 if TYPE_CHECKING:
     from agent.models.base import Model, ModelReply, ModelRequest
@@ -92,6 +93,11 @@ class ModelSummary:
             raise ConfigError(f"ModelSummary: {problem}")
 
 
+# The stops of a summary call that finished its answer: any other (a refusal, a reply cut off or paused)
+# wrote no whole summary. A stop the adapter does not know (OTHER) is taken as finished, as the loop does.
+_FINISHED = frozenset({StopKind.END, StopKind.TOOL_USE, StopKind.OTHER})
+
+
 @dataclass(frozen=True)
 class Compaction:
     """A compaction whose summary a model is still to write: what it replaces and how to ask."""
@@ -110,7 +116,10 @@ class Compaction:
         return ModelRequest(system, journal, tools, self.how.max_tokens or max_tokens)
 
     def done(self, reply: ModelReply) -> Shrunk:
-        """The shrink with the model's summary (the account when it wrote none)."""
+        """The shrink with the model's summary; the account when it wrote none, or its reply did not
+        finish (refused, cut off, paused): what it wrote then is no summary of the older turns."""
+        if (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) not in _FINISHED:
+            return self.failed(f"its reply ended at stop_reason {reply.stop_reason[:60]!r}")
         summary = summary_in(reply.text)
         return Shrunk(self.upto, summary) if summary else self.failed("it wrote no summary")
 

@@ -22,13 +22,25 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agent._aio import in_running_loop
 from agent._valid import is_number, is_text, is_whole
-from agent.errors import ConfigError, EndstateError, TransientModelError
-from agent.models.base import PROVIDER_DATA, Model, ModelReply, ModelRequest, max_tokens_problem, refusal_said
+from agent.errors import ConfigError, EndstateError, ModelError, TransientModelError
+from agent.models.base import (
+    PROVIDER_DATA,
+    Model,
+    ModelReply,
+    ModelRequest,
+    max_tokens_problem,
+    recording_cut_calls,
+    refusal_said,
+)
 from agent.policies import MAX_RETRY_AFTER, RetryPolicy
 from agent.stops import MESSAGES_API_STOPS, StopKind
 from agent.text import written
 
 DEFAULT_TIMEOUT = 300.0  # seconds any verifier gets, unless it says (command(timeout=), within())
+# Seconds past its timeout or the run's time budget that a verifier which stops itself then (`cuts_itself`:
+# a judge, whose model call is cut off and charged) is waited for, so that what it used is counted.
+CUT_GRACE = 5.0
+MOST_JUDGE_PAUSES = 20  # paused turns of a judge sent back before it counts as failed (as the loop's)
 
 if TYPE_CHECKING:
     from agent.context import RunContext
@@ -380,8 +392,11 @@ async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> lis
 
     own = timeout_of(verifier)
     by_limit = left is not None and (own is None or left <= own)
-    check = functools.partial(_bounded(verifier, left) if left is not None else verifier, ctx)
-    scope = asyncio.timeout(left if by_limit else own)
+    checked = _bounded(verifier, left) if left is not None else verifier
+    check = functools.partial(checked, ctx)
+    grace = CUT_GRACE if getattr(checked, "cuts_itself", False) is True else 0.0
+    seconds = left if by_limit else own
+    scope = asyncio.timeout(None if seconds is None else seconds + grace)
     try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
         async with scope:
             value = await _settled(_in_daemon_thread(check, {}))
@@ -510,6 +525,7 @@ class EvaluatorVerifier:
     result_chars: int = 800
     retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
     timeout: float = DEFAULT_TIMEOUT  # the judging, retries too; past it, a failure told to the agent
+    deadline: float | None = field(default=None, repr=False, compare=False)  # set by `bounded`
 
     def __post_init__(self) -> None:
         check_timeout("evaluator()", self.timeout)
@@ -531,8 +547,15 @@ class EvaluatorVerifier:
         if (problem := max_tokens_problem(self.model, self.max_tokens)) is not None:
             raise ConfigError(f"EvaluatorVerifier: {problem}")
 
+    cuts_itself = True  # it stops its own call at its timeout and the run's budget: waited for, a little
+
+    def bounded(self, seconds: float) -> EvaluatorVerifier:
+        """This judge, its model call cut off once `seconds` (the run's time left) have passed, and
+        what the cut call used charged to the run, as a cut call of the agent's own model is."""
+        return dataclasses.replace(self, deadline=time.monotonic() + seconds)
+
     def __call__(self, ctx: RunContext) -> list[str]:
-        reply: ModelReply = _in_new_loop(self._judged(ctx))
+        reply: ModelReply = _in_new_loop(self._judged(ctx, *self._cut_at()))
         if (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) is StopKind.REFUSED:
             provider_data = reply.extra.get(PROVIDER_DATA)
             said = refusal_said(reply.stop_reason, provider_data if isinstance(provider_data, dict) else {})
@@ -548,15 +571,45 @@ class EvaluatorVerifier:
             )
         return reasons
 
-    async def _judged(self, ctx: RunContext) -> ModelReply:
+    def _cut_at(self) -> tuple[float, bool]:
+        """When the judging stops (`time.monotonic()`), and whether it is the run's time budget that
+        stops it then (else its own `timeout`)."""
+        own = time.monotonic() + self.timeout
+        if self.deadline is not None and self.deadline <= own:
+            return self.deadline, True
+        return own, False
+
+    def _cut(self, by_budget: bool) -> Exception:
+        """What stopping the judging raises: the budget's `BudgetCut`, or `Unfinished` at its timeout."""
+        if by_budget:
+            return BudgetCut("the run's time budget ran out while the judge judged")
+        return Unfinished(unfinished(self, self.timeout))
+
+    async def _judged(self, ctx: RunContext, until: float, by_budget: bool) -> ModelReply:
+        """The judge's answer, by `until`. A paused turn (a server tool of the judge's model still working)
+        is sent back to go on, as the loop does with the agent's model, at most `MOST_JUDGE_PAUSES` times."""
         request = ModelRequest.of_messages(
             self.instructions, [{"role": "user", "content": self.brief(ctx)}], [VERDICT_SPEC], self.max_tokens
         )
+        for _ in range(MOST_JUDGE_PAUSES):
+            reply = await self._answered(request, ctx, until, by_budget)
+            if (reply.stop or MESSAGES_API_STOPS[reply.stop_reason]) is not StopKind.PAUSED:
+                return reply
+            journal = (*request.journal, reply.entry(reply.parts))
+            request = ModelRequest(request.system, journal, request.tools, request.max_tokens)
+        raise VerifierError(
+            f"the judge's model ({self.model.name}) paused {MOST_JUDGE_PAUSES} times, with no verdict"
+        )
+
+    async def _answered(
+        self, request: ModelRequest, ctx: RunContext, until: float, by_budget: bool
+    ) -> ModelReply:
+        """One answer of the judge's model to `request`, transient failures retried (`retry`)."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                reply = await self.model.complete(request)
+                reply = await self._call(request, ctx, until, by_budget)
             except TransientModelError as exc:
                 delay = self.retry.delay(attempt, exc.retry_after)
                 if delay is None:
@@ -566,10 +619,29 @@ class EvaluatorVerifier:
                         f"the judge's model API asked to wait {delay:g} s (retry-after), more than the "
                         f"{MAX_RETRY_AFTER:g} s a run waits out: {exc}"
                     ) from exc
+                if time.monotonic() + delay >= until:
+                    raise self._cut(by_budget) from exc
                 await asyncio.sleep(delay)
                 continue
             ctx.charge(self.model.name, reply)
             return reply
+
+    async def _call(
+        self, request: ModelRequest, ctx: RunContext, until: float, by_budget: bool
+    ) -> ModelReply:
+        """One call of the judge's model, cut off at `until` (`_cut`); a call cut off, or whose stream
+        broke, is charged to the run for what the adapter recorded it used."""
+        left = max(0.0, until - time.monotonic())
+        with recording_cut_calls(left) as cut:
+            try:
+                async with asyncio.timeout(left) as scope:
+                    return await self.model.complete(request)
+            except (TimeoutError, asyncio.CancelledError, ModelError) as exc:
+                for partial in cut:
+                    ctx.charge(self.model.name, partial)
+                if isinstance(exc, TimeoutError) and scope.expired():
+                    raise self._cut(by_budget) from None
+                raise
 
     def brief(self, ctx: RunContext) -> str:
         """What the judge is shown: task, criteria, the agent's report, its last calls."""
