@@ -240,6 +240,8 @@ class ForeignAgent:
         config = dict(options.pop("config", None) or {})
         config["configurable"] = {**(config.get("configurable") or {}), "thread_id": run_id}
         graph_input = self.make_input(task) if self.make_input else {"messages": [("user", task)]}
+        if await _begun(target, config):  # begun before, then cut off or its worker gone: go on from there
+            graph_input = None
         return await self._module().arun(target, graph_input, config, **common, **options)  # type: ignore[no-any-return]
 
     async def _resume(
@@ -407,6 +409,19 @@ def _spent(result: RunResult) -> Spent:
 
 def _pending_name(s: Suspension) -> str | None:
     return s.pending.name if s.pending else None
+
+
+async def _begun(graph: Any, config: Mapping[str, Any]) -> bool:
+    """Whether the run's thread (its run id) holds a checkpoint already: the run began before and a
+    shutdown cut it off, or its worker died, before its end was recorded. It goes on from that
+    checkpoint (input None: LangGraph runs the step it was in again), as LangGraph resumes a thread;
+    its task given again on top of that state had the model read the task twice and the cut tool call
+    with no result, which a model API refuses. A checkpointer that cannot say: a start as before."""
+    try:
+        saved = await graph.aget_state(config)
+    except Exception:
+        return False
+    return getattr(saved, "created_at", None) is not None
 
 
 def _json_object(text: str, what: str) -> dict[str, Any]:
