@@ -31,7 +31,7 @@ from agent.budget import Spent
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
-from agent.integrations._observe import Recorder, UnreadableState, resumed_run
+from agent.integrations._observe import Recorder, UnreadableState, resumed_run, stopping_at_turns
 from agent.journal import (
     Answer,
     Answered,
@@ -130,7 +130,8 @@ class ForeignAgent:
         run_id, hooks = run_id or uuid.uuid4().hex, _SpanOf.around(self.hooks)
         try:
             async with self._target() as target:
-                result = await self._start(target, task, run_id, hooks)
+                with stopping_at_turns(cancel):
+                    result = await self._start(target, task, run_id, hooks)
         except EndstateError:
             raise
         except Exception as exc:  # the integrations end every run they begin: this is before it
@@ -161,7 +162,7 @@ class ForeignAgent:
         human = as_reply(reply, approved)
         check_reply(s, human)
         assert human is not None
-        return await self._continue(snapshot, Answered(human, now, "person"))
+        return await self._continue(snapshot, Answered(human, now, "person"), cancel)
 
     async def aexpire(
         self, snapshot: Snapshot, *, now: float | None = None, cancel: CancelSignal | None = None
@@ -176,7 +177,7 @@ class ForeignAgent:
             default = self.help.default_answer
             human: HumanReply = Denial(default) if s.pending else Answer(default)
             try:
-                return await self._continue(snapshot, Answered(human, now, "policy"))
+                return await self._continue(snapshot, Answered(human, now, "policy"), cancel)
             except ConfigError as exc:  # it cannot go on: it ends, saying why, rather than wait for ever
                 log.error("run %s: the default answer could not be given: %s", snapshot.run_id, exc)
                 note += f" The default answer could not be given: {exc}"
@@ -195,7 +196,9 @@ class ForeignAgent:
 
     # -- segments ----------------------------------------------------------------------------------
 
-    async def _continue(self, snapshot: Snapshot, answered: Answered) -> RunResult:
+    async def _continue(
+        self, snapshot: Snapshot, answered: Answered, cancel: CancelSignal | None = None
+    ) -> RunResult:
         foreign = snapshot.foreign
         assert foreign is not None and snapshot.suspension is not None
         if foreign.state is None:
@@ -209,7 +212,8 @@ class ForeignAgent:
         hooks = _SpanOf.around(self.hooks)
         try:
             async with self._target() as target:
-                result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
+                with stopping_at_turns(cancel):
+                    result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
         except UnreadableState as exc:
             raise self._unloadable(snapshot.run_id, exc.__cause__ or exc) from exc
         except EndstateError:
