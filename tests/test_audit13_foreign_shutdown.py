@@ -7,6 +7,7 @@ ended on its own as if no shutdown had been asked."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from pydantic_ai.usage import RequestUsage
 from agent.durable.catalog import Catalog
 from agent.durable.runner import Runner
 from agent.durable.store import RunStatus, open_store
+from agent.integrations._observe import Recorder, stopping_at_turns
 from agent.result import StopReason
 
 LAST_TURN = 6  # the model's own end, which a run that ignored the shutdown reached
@@ -111,3 +113,22 @@ def test_a_shutdown_ends_a_resumed_foreign_segment_at_its_next_turn(tmp_path: Pa
         assert record is not None and record.status is RunStatus.CANCELLED
     finally:
         store.close()
+
+
+def test_a_stop_asked_as_a_segment_ends_is_taken_back_before_the_runner_records_it() -> None:
+    """A segment that ends right after the turn the shutdown stopped (no await left to meet the
+    cancel) leaves no cancel pending: the runner's recording of its end runs on."""
+
+    async def segment_then_record() -> int:
+        shutting_down = threading.Event()
+        shutting_down.set()
+        async with stopping_at_turns(shutting_down):
+            recorder = Recorder.start(None, agent="counting", task_type="count")
+            recorder.begin_turn()  # asks the signal: the segment's task is to stop
+            recorder.finish(StopReason.SUCCESS)
+        await asyncio.sleep(0)  # the runner recording the run: not cut off
+        task = asyncio.current_task()
+        assert task is not None
+        return task.cancelling()
+
+    assert asyncio.run(segment_then_record()) == 0

@@ -129,9 +129,8 @@ class ForeignAgent:
         """Run `task` through the framework; a suspension comes back with its snapshot to store."""
         run_id, hooks = run_id or uuid.uuid4().hex, _SpanOf.around(self.hooks)
         try:
-            async with self._target() as target:
-                with stopping_at_turns(cancel):
-                    result = await self._start(target, task, run_id, hooks)
+            async with self._target() as target, stopping_at_turns(cancel):
+                result = await self._start(target, task, run_id, hooks)
         except EndstateError:
             raise
         except Exception as exc:  # the integrations end every run they begin: this is before it
@@ -211,9 +210,8 @@ class ForeignAgent:
         resumed = _resumed(dataclasses.replace(snapshot, journal=journal), snapshot.suspension)
         hooks = _SpanOf.around(self.hooks)
         try:
-            async with self._target() as target:
-                with stopping_at_turns(cancel):
-                    result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
+            async with self._target() as target, stopping_at_turns(cancel):
+                result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
         except UnreadableState as exc:
             raise self._unloadable(snapshot.run_id, exc.__cause__ or exc) from exc
         except EndstateError:

@@ -17,7 +17,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -849,18 +849,25 @@ class StopAsked:
             loop.call_soon_threadsafe(self.task.cancel)
 
 
-@contextlib.contextmanager
-def stopping_at_turns(cancel: CancelSignal | None) -> Iterator[None]:
-    """Around a foreign segment run on this task: `cancel`, once set, stops it as its next turn begins."""
+@contextlib.asynccontextmanager
+async def stopping_at_turns(cancel: CancelSignal | None) -> AsyncIterator[None]:
+    """Around a foreign segment run on this task: `cancel`, once set, stops it as its next turn begins.
+    The cancel request was this one's own, not the caller's: once the segment has ended it is taken
+    back (delivered or not), so the code after it (the runner recording the run) runs as before."""
     task = asyncio.current_task()
     if cancel is None or task is None:
         yield
         return
-    token = _STOP_ASKED.set(StopAsked(cancel, task))
+    stop = StopAsked(cancel, task)
+    token = _STOP_ASKED.set(stop)
     try:
         yield
     finally:
         _STOP_ASKED.reset(token)
+    if stop.asked:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0)  # a request the segment ended before meeting is met here
+        task.uncancel()
 
 
 def _checked_within(verifier: Verifier, ctx: RunContext) -> list[str]:
