@@ -99,3 +99,24 @@ def test_a_langgraph_run_cut_off_by_a_shutdown_is_recovered_from_its_checkpoint(
         assert cleaner.ran == ["a", "a"]  # the cut call runs again (its outcome was unknown), once
     finally:
         store.close()
+
+
+def test_a_thread_begun_outside_endstate_is_given_the_runs_task(tmp_path: Path) -> None:
+    """Only a checkpoint of this run's own goes on: a run started on a thread its checkpointer holds
+    from elsewhere (a conversation of the team's, its id the run id) gets its task, as before."""
+    cleaner = Cleaner()
+    cleaner.held = False
+    catalog = Catalog()
+    catalog.register_foreign("cleaner", "langgraph", cleaner.build, checkpointer=cleaner.saver)
+    earlier = {"messages": [HumanMessage("hello"), AIMessage("hi")]}
+    cleaner.build(cleaner.saver).update_state({"configurable": {"thread_id": "talk-1"}}, earlier)
+    store = open_store(tmp_path / "runs.db")
+    try:
+        runner = Runner(store, catalog)
+        result = asyncio.run(runner.drive(runner.begin("cleaner", TASK, run_id="talk-1")))
+        assert (result.reason, result.output) == (StopReason.SUCCESS, "done"), result.note
+        thread = cleaner.build(cleaner.saver).get_state({"configurable": {"thread_id": "talk-1"}})
+        asked = [m.content for m in thread.values["messages"] if isinstance(m, HumanMessage)]
+        assert asked == ["hello", TASK]  # the task was given, after the team's own conversation
+    finally:
+        store.close()

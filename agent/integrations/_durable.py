@@ -242,7 +242,7 @@ class ForeignAgent:
         config = dict(options.pop("config", None) or {})
         config["configurable"] = {**(config.get("configurable") or {}), "thread_id": run_id}
         graph_input = self.make_input(task) if self.make_input else {"messages": [("user", task)]}
-        if await _begun(target, config):  # begun before, then cut off or its worker gone: go on from there
+        if await _begun(target, config, run_id):  # begun before, then cut off or its worker gone: go on
             graph_input = None
         return await self._module().arun(target, graph_input, config, **common, **options)  # type: ignore[no-any-return]
 
@@ -413,17 +413,21 @@ def _pending_name(s: Suspension) -> str | None:
     return s.pending.name if s.pending else None
 
 
-async def _begun(graph: Any, config: Mapping[str, Any]) -> bool:
-    """Whether the run's thread (its run id) holds a checkpoint already: the run began before and a
-    shutdown cut it off, or its worker died, before its end was recorded. It goes on from that
-    checkpoint (input None: LangGraph runs the step it was in again), as LangGraph resumes a thread;
-    its task given again on top of that state had the model read the task twice and the cut tool call
-    with no result, which a model API refuses. A checkpointer that cannot say: a start as before."""
+async def _begun(graph: Any, config: Mapping[str, Any], run_id: str) -> bool:
+    """Whether the run's thread's latest checkpoint is this run's own (the integration names the run
+    in each checkpoint's metadata): the run began before and a shutdown cut it off, or its worker
+    died, before its end was recorded. It goes on from that checkpoint (input None: LangGraph runs
+    the step it was in again), as LangGraph resumes a thread; its task given again on top of that
+    state had the model read the task twice and the cut tool call with no result, which a model API
+    refuses. A thread begun outside Endstate, or a checkpointer that cannot say: a start as before."""
+    from agent.integrations.langgraph import RUN_ID
+
     try:
         saved = await graph.aget_state(config)
     except Exception:
         return False
-    return getattr(saved, "created_at", None) is not None
+    metadata = getattr(saved, "metadata", None)
+    return isinstance(metadata, Mapping) and metadata.get(RUN_ID) == run_id
 
 
 def _json_object(text: str, what: str) -> dict[str, Any]:
