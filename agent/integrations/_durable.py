@@ -31,7 +31,7 @@ from agent.budget import Spent
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock
 from agent.errors import ConfigError, EndstateError, SnapshotError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver
-from agent.integrations._observe import Recorder, UnreadableState, resumed_run
+from agent.integrations._observe import Recorder, UnreadableState, resumed_run, stopping_at_turns
 from agent.journal import (
     Answer,
     Answered,
@@ -129,7 +129,7 @@ class ForeignAgent:
         """Run `task` through the framework; a suspension comes back with its snapshot to store."""
         run_id, hooks = run_id or uuid.uuid4().hex, _SpanOf.around(self.hooks)
         try:
-            async with self._target() as target:
+            async with self._target() as target, stopping_at_turns(cancel):
                 result = await self._start(target, task, run_id, hooks)
         except EndstateError:
             raise
@@ -161,7 +161,7 @@ class ForeignAgent:
         human = as_reply(reply, approved)
         check_reply(s, human)
         assert human is not None
-        return await self._continue(snapshot, Answered(human, now, "person"))
+        return await self._continue(snapshot, Answered(human, now, "person"), cancel)
 
     async def aexpire(
         self, snapshot: Snapshot, *, now: float | None = None, cancel: CancelSignal | None = None
@@ -176,7 +176,7 @@ class ForeignAgent:
             default = self.help.default_answer
             human: HumanReply = Denial(default) if s.pending else Answer(default)
             try:
-                return await self._continue(snapshot, Answered(human, now, "policy"))
+                return await self._continue(snapshot, Answered(human, now, "policy"), cancel)
             except ConfigError as exc:  # it cannot go on: it ends, saying why, rather than wait for ever
                 log.error("run %s: the default answer could not be given: %s", snapshot.run_id, exc)
                 note += f" The default answer could not be given: {exc}"
@@ -195,7 +195,9 @@ class ForeignAgent:
 
     # -- segments ----------------------------------------------------------------------------------
 
-    async def _continue(self, snapshot: Snapshot, answered: Answered) -> RunResult:
+    async def _continue(
+        self, snapshot: Snapshot, answered: Answered, cancel: CancelSignal | None = None
+    ) -> RunResult:
         foreign = snapshot.foreign
         assert foreign is not None and snapshot.suspension is not None
         if foreign.state is None:
@@ -208,7 +210,7 @@ class ForeignAgent:
         resumed = _resumed(dataclasses.replace(snapshot, journal=journal), snapshot.suspension)
         hooks = _SpanOf.around(self.hooks)
         try:
-            async with self._target() as target:
+            async with self._target() as target, stopping_at_turns(cancel):
                 result = await self._resume(target, foreign.state, answered.reply, resumed, hooks)
         except UnreadableState as exc:
             raise self._unloadable(snapshot.run_id, exc.__cause__ or exc) from exc
@@ -240,6 +242,8 @@ class ForeignAgent:
         config = dict(options.pop("config", None) or {})
         config["configurable"] = {**(config.get("configurable") or {}), "thread_id": run_id}
         graph_input = self.make_input(task) if self.make_input else {"messages": [("user", task)]}
+        if await _begun(target, config, run_id):  # begun before, then cut off or its worker gone: go on
+            graph_input = None
         return await self._module().arun(target, graph_input, config, **common, **options)  # type: ignore[no-any-return]
 
     async def _resume(
@@ -407,6 +411,23 @@ def _spent(result: RunResult) -> Spent:
 
 def _pending_name(s: Suspension) -> str | None:
     return s.pending.name if s.pending else None
+
+
+async def _begun(graph: Any, config: Mapping[str, Any], run_id: str) -> bool:
+    """Whether the run's thread's latest checkpoint is this run's own (the integration names the run
+    in each checkpoint's metadata): the run began before and a shutdown cut it off, or its worker
+    died, before its end was recorded. It goes on from that checkpoint (input None: LangGraph runs
+    the step it was in again), as LangGraph resumes a thread; its task given again on top of that
+    state had the model read the task twice and the cut tool call with no result, which a model API
+    refuses. A thread begun outside Endstate, or a checkpointer that cannot say: a start as before."""
+    from agent.integrations.langgraph import RUN_ID
+
+    try:
+        saved = await graph.aget_state(config)
+    except Exception:
+        return False
+    metadata = getattr(saved, "metadata", None)
+    return isinstance(metadata, Mapping) and metadata.get(RUN_ID) == run_id
 
 
 def _json_object(text: str, what: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 from agent._aio import in_running_loop
 from agent._valid import is_count, is_finite_from_zero, is_text
 from agent.budget import Spent
+from agent.clock import CancelSignal
 from agent.context import RunContext
 from agent.errors import ConfigError, EndstateError
 from agent.hooks import HumanWait, NoHooks, RunHooks, RunInfo, RunObserver, SegmentLink, check_hooks, guard
@@ -166,6 +167,8 @@ class Recorder:
         self._turn_open, self._turn_asked, self._turn_tools, self._attempt = True, False, False, 0
         if self.watched:  # nobody watching: the observer is a no-op, not even called
             self.observer.turn_started(self.turns)
+        if (stop := _STOP_ASKED.get()) is not None:
+            stop.check()
         return self.turns
 
     def continue_turn(self) -> None:
@@ -816,6 +819,55 @@ def _wait(s: Suspension, ended: float, outcome: str = "answered") -> HumanWait:
     """The person's wait that ended at `ended`, with the answer that resumes the run."""
     pending = s.pending.name if s.pending else None
     return HumanWait(s.suspended_at, ended, outcome, s.question, pending, s.deadline)
+
+
+_STOP_ASKED: ContextVar[StopAsked | None] = ContextVar("endstate_foreign_stop_asked", default=None)
+
+
+class StopAsked:
+    """A cancel signal over one foreign segment (a runner's shutdown): asked as each turn begins, and
+    once set it cancels the segment's task there, as Endstate's own loop stops at its next turn (the
+    framework then ends the run `cancelled`). A signal that is not set, or whose answer is no True,
+    leaves the run going."""
+
+    def __init__(self, signal: CancelSignal, task: asyncio.Task[Any]) -> None:
+        self.signal, self.task, self.asked = signal, task, False
+
+    def check(self) -> None:
+        if self.asked:
+            return
+        try:
+            self.asked = self.signal.is_set() is True
+        except Exception:  # a signal that cannot answer stops nothing; the grace still cuts the run
+            return
+        if not self.asked:
+            return
+        loop = self.task.get_loop()
+        if in_running_loop() and asyncio.get_running_loop() is loop:
+            self.task.cancel()
+        else:  # told from a thread of the framework's: the loop cancels it
+            loop.call_soon_threadsafe(self.task.cancel)
+
+
+@contextlib.asynccontextmanager
+async def stopping_at_turns(cancel: CancelSignal | None) -> AsyncIterator[None]:
+    """Around a foreign segment run on this task: `cancel`, once set, stops it as its next turn begins.
+    The cancel request was this one's own, not the caller's: once the segment has ended it is taken
+    back (delivered or not), so the code after it (the runner recording the run) runs as before."""
+    task = asyncio.current_task()
+    if cancel is None or task is None:
+        yield
+        return
+    stop = StopAsked(cancel, task)
+    token = _STOP_ASKED.set(stop)
+    try:
+        yield
+    finally:
+        _STOP_ASKED.reset(token)
+    if stop.asked:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0)  # a request the segment ended before meeting is met here
+        task.uncancel()
 
 
 def _checked_within(verifier: Verifier, ctx: RunContext) -> list[str]:
