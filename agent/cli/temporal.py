@@ -531,7 +531,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     await ensure_search_attributes(runs.client, args.namespace)  # before the waiting runs are listed
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
-    telemetry = Telemetry.from_env(pending=pending)
+    telemetry = Telemetry.from_env(pending=pending).for_service()  # /metrics shaped as `serve`'s
     try:
         telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
         if args.metrics_port:
