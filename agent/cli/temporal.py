@@ -161,11 +161,33 @@ def name(text: str) -> str:
     return text
 
 
+ADDRESS = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(?P<port>[0-9]{1,5})")
+
+
+def temporal_address(text: str) -> str:
+    """An argparse type: Temporal's frontend as HOST:PORT (`[V6]:PORT` too). A host without a port went to
+    port 80 and a URL's scheme drew a warning from the SDK, each said only after its retries."""
+    text = given(text)
+    example = "127.0.0.1:7233 (7233: Temporal's own port)"
+    if "://" in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: give HOST:PORT with no scheme, such as {example}")
+    found = ADDRESS.fullmatch(text)
+    if found is None:
+        problem = "no host" if text.startswith(":") else "no port" if ":" not in text.strip("[]") else ""
+        said = f" has {problem}" if problem else " is not"
+        raise argparse.ArgumentTypeError(f"{text!r}{said}: give HOST:PORT, such as {example}")
+    if not 1 <= int(found["port"]) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the port of HOST:PORT must be from 1 to 65535, such as {example}"
+        )
+    return text
+
+
 def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> None:
     default = os.environ.get(ENV_TEMPORAL) or None
     parser.add_argument(
         "--temporal",
-        type=given,
+        type=temporal_address,
         default=default,
         required=required and default is None,
         metavar="HOST:PORT",
@@ -531,7 +553,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     await ensure_search_attributes(runs.client, args.namespace)  # before the waiting runs are listed
     catalog = load_catalog(args.catalog, default=SEED_CATALOG)
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
-    telemetry = Telemetry.from_env(pending=pending)
+    telemetry = Telemetry.from_env(pending=pending).for_service()  # /metrics shaped as `serve`'s
     try:
         telemetry.metrics.prepare_runs(declared_pairs(catalog) | await _waiting_pairs(pending))
         if args.metrics_port:

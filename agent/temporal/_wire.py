@@ -516,6 +516,11 @@ def reply_too_large(what: str, text: str) -> str | None:
 
 # the memo's key of the last reply a run took, with who gave it (`workflow.ANSWERER_KEPT`)
 ANSWERED = "answered"
+# The run's own state as its last segment ended (from its snapshot: a run that waits, was cancelled or stopped
+# at a limit), in the memo when at most MEMO_STATE_BYTES, where readers take it (`runs --json`, `/runs`, the
+# inbox, which builds the run's agent from it to preview a pending call). A finished run keeps none.
+STATE = "state"
+MEMO_STATE_BYTES = 64 * 1024
 ANSWERED_FIELDS = ("last_answer_by", "last_answer_at", "last_answer_kind", "last_answer")
 
 

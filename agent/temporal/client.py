@@ -21,7 +21,7 @@ import gc
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -906,6 +906,12 @@ def _of(record: RunRecord, agent: str | None, task_type: str | None) -> bool:
     return agent in (None, record.agent) and task_type in (None, record.task_type)
 
 
+def _state_of(memo: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's state its workflow published (`_wire.STATE`), else none: visibility holds no state."""
+    state = memo.get(w.STATE)
+    return dict(state) if isinstance(state, dict) else {}
+
+
 async def _record(execution: WorkflowExecution) -> RunRecord:
     """A run as the store-backed commands show one, from Temporal's visibility."""
     attrs = execution.typed_search_attributes
@@ -934,7 +940,7 @@ async def _record(execution: WorkflowExecution) -> RunRecord:
         task=str(memo.get("task", "")),
         task_type=attrs.get(w.SA_TASK_TYPE) or last.get("task_type") or "",
         status=status,
-        state={},
+        state=_state_of(memo),
         started_at=started,
         updated_at=(execution.close_time or execution.start_time or datetime.now(UTC)).timestamp(),
         stop_reason=StopReason(reason) if reason and status is not RunStatus.RUNNING else None,

@@ -16,7 +16,10 @@ from temporalio.client import Client
 
 from agent.temporal import _wire as w
 
-READ_TIMEOUT_S = 10.0
+# A read bounded well inside a scrape (Prometheus' default scrape timeout is 10 s): while Temporal does not
+# answer, a scrape still serves every other series and counts the failed read, and the worker is not taken
+# for down (`up` 0) for want of its pending-help gauges.
+READ_TIMEOUT_S = 4.0
 
 
 class TemporalPending:
@@ -41,7 +44,14 @@ class TemporalPending:
         self._loop.close()
 
     def _run(self, coro: Coroutine[Any, Any, list[tuple[str, str, float]]]) -> list[tuple[str, str, float]]:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=READ_TIMEOUT_S)
+        """The read's rows; a read that has not ended within `READ_TIMEOUT_S` is cancelled (none is left
+        running on, one more at each scrape, while Temporal does not answer) and `TimeoutError` raised."""
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout=READ_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise TimeoutError(f"Temporal's visibility did not answer within {READ_TIMEOUT_S:g} s") from None
 
     async def _read(self) -> list[tuple[str, str, float]]:
         if self._client is None:

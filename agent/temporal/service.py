@@ -252,7 +252,7 @@ def serve(args: argparse.Namespace) -> int:
     bridge = Bridge()
     runs = bridge.call(TemporalRuns.connect(args.temporal, args.namespace, args.task_queue))
     pending = TemporalPending(args.temporal, args.namespace, args.task_queue)
-    telemetry = Telemetry.from_env(pending=pending)
+    telemetry = Telemetry.from_env(pending=pending).for_service()  # /metrics shaped as `serve`'s
     try:
         token, source = load_token(args.token_file, Path(".endstate"))
         print(f"endstate serve: {runs.shown} at {args.temporal}; token from {source}", flush=True)

@@ -493,7 +493,7 @@ class EndstateRun:
             ]
         )
         read = {"segments": self._before + self._segments} if self._published else {}
-        workflow.upsert_memo({"result": fitted(_memo(result)), **read})
+        workflow.upsert_memo({"result": fitted(_memo(result)), **read, w.STATE: _published_state(result)})
 
     async def _closing(self, run: dict[str, Any], result: RunResult) -> dict[str, Any]:
         """Let the updates that wait for a segment answer, then end with the result."""
@@ -1036,6 +1036,15 @@ def _cut(value: Any, keep: int) -> Any:
     if isinstance(value, list):
         return [_cut(v, keep) for v in value]
     return value
+
+
+def _published_state(result: RunResult) -> dict[str, Any] | None:
+    """The run's state as `result`'s segment left it, for the memo (`_wire.STATE`): None (the key removed)
+    when it kept no snapshot (finished) or the state is over `_wire.MEMO_STATE_BYTES`."""
+    snap = result.snapshot
+    if snap is None or w.payload_size(snap.state) > w.MEMO_STATE_BYTES:
+        return None
+    return snap.state
 
 
 def _memo(result: RunResult) -> dict[str, Any]:
