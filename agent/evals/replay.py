@@ -34,7 +34,7 @@ from typing import Any
 
 from agent.content import IMAGE_TYPES, Block, ContentError, api_block, parse_block
 from agent.examples.scenarios import World
-from agent.journal import Call, Entry, Opaque, Reply, Result, Stopped, Text
+from agent.journal import Call, Entry, Opaque, Reply, Result, Stopped, Suspended, Text
 from agent.models.base import ModelReply
 from agent.models.scripted import Step, reply
 from agent.result import StopReason
@@ -291,14 +291,22 @@ def _block(part: Text | Call | Opaque, clean: Any) -> dict[str, Any]:
 
 
 def _recorded_bases(journal: Iterable[Entry]) -> frozenset[str]:
-    """The corpus base URLs the run used: the loopback URLs in its calls and results. A run resumed
-    in another process (a limit stop given more turns, a shutdown) met a corpus server of its own
-    there, on another port: each segment's address is the corpus's."""
+    """The corpus base URLs the run used: each segment's first loopback URL in its calls or results.
+    A run resumed in another process (a limit stop given more turns, a shutdown, an answer) met a
+    corpus server of its own there, on another port. Only the first of a segment: an address the
+    model made up later in it is no corpus's, and stays as it was."""
     found: set[str] = set()
+    base: str | None = None
     for entry in journal:
+        if isinstance(entry, Stopped | Suspended):  # what follows is another segment, maybe elsewhere
+            base = None
+            continue
         texts = [str(c.arguments) for c in entry.calls] if isinstance(entry, Reply) else []
         texts += [entry.text] if isinstance(entry, Result) else []
-        found.update(m.group(0) for text in texts for m in LOOPBACK_URL.finditer(text))
+        for text in texts:
+            if base is None and (first := LOOPBACK_URL.search(text)):
+                base = first.group(0)
+                found.add(base)
     return frozenset(found)
 
 
