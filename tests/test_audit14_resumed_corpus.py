@@ -17,7 +17,9 @@ from agent.durable.runner import Runner
 from agent.durable.store import open_store
 from agent.evals.replay import CORPUS, LOOPBACK_URL, record
 from agent.examples.scenarios import example_catalog, scenario_named
-from agent.journal import Result
+from agent.journal import Call, Reply, Result, Stopped
+from agent.result import StopReason
+from agent.stops import LimitKind
 
 SCENARIO = "research/one-more-source"
 
@@ -67,3 +69,29 @@ def test_a_research_run_resumed_with_more_turns_elsewhere_is_promoted_to_a_case_
     code = main(["eval", str(out), "--no-progress"])
     shown = capsys.readouterr().out
     assert code == 0 and "PASSED: 1 of 1" in shown, shown
+
+
+def test_each_segments_corpus_is_a_placeholder_and_an_address_the_model_made_up_is_kept() -> None:
+    """Each segment's first loopback address is its corpus's; a later one the model made up in that
+    segment is not (replayed as `{corpus}`, its call would reach the corpus where the run's failed)."""
+    first, second, made_up = "http://127.0.0.1:4234", "http://127.0.0.1:42345", "http://127.0.0.1:9"
+
+    def search(n: int, base: str) -> tuple[Reply, Result]:
+        call = Call(f"c{n}", "web_search", {"query": "instant payments"})
+        return Reply((call,), stop_reason="tool_use"), Result(f"c{n}", f"Statistics - {base}/bank/stats")
+
+    fetch = Reply((Call("c3", "fetch", {"url": f"{made_up}/x"}),), stop_reason="tool_use")
+    journal = [
+        *search(1, first),
+        fetch,
+        Result("c3", f"could not reach {made_up}/x", is_error=True),
+        Stopped(StopReason.LIMIT, LimitKind.TURNS),
+        *search(2, second),
+    ]
+    replay = record(journal, corpus=True)
+    assert [r.text for r in replay.results] == [
+        f"Statistics - {CORPUS}/bank/stats",
+        f"could not reach {made_up}/x",
+        f"Statistics - {CORPUS}/bank/stats",  # ...:42345 whole, not ...:4234 and a stray "5"
+    ]
+    assert replay.replies[1]["content"][0]["input"] == {"url": f"{made_up}/x"}
