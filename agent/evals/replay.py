@@ -27,14 +27,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent.content import IMAGE_TYPES, Block, ContentError, api_block, parse_block
 from agent.examples.scenarios import World
-from agent.journal import Call, Entry, Opaque, Reply, Result, Stopped, Text
+from agent.journal import Call, Entry, Opaque, Reply, Result, Stopped, Suspended, Text
 from agent.models.base import ModelReply
 from agent.models.scripted import Step, reply
 from agent.result import StopReason
@@ -106,7 +106,8 @@ class Replay:
     def differences(self, journal: Sequence[Entry], world: World) -> list[str]:
         """How the calls' results in `journal` differ from the recorded ones (their blocks too), in
         words."""
-        now = results_of(journal, lambda text: placeholders(text, str(world.workdir), _base(world)))
+        here = {base} if (base := _base(world)) else set()
+        now = results_of(journal, lambda text: placeholders(text, str(world.workdir), here))
         pairs = enumerate(zip(self.results, now, strict=False), 1)
         problems = [_differs(i, was, got) for i, (was, got) in pairs]
         found = [p for p in problems if p]
@@ -120,7 +121,7 @@ class Replay:
 
 def record(journal: Sequence[Entry], workdir: str = "", corpus: bool = False) -> Replay:
     """The replay of a run's journal; `workdir` and loopback URLs (with `corpus`) become placeholders."""
-    base = _recorded_base(journal) if corpus else None
+    base = _recorded_bases(journal) if corpus else ()
 
     def clean(text: str) -> str:
         return placeholders(text, workdir, base)
@@ -260,15 +261,16 @@ def _data(shape: dict[str, Any]) -> str:
     return str(source["data"]) if isinstance(source, dict) and source.get("type") == "base64" else ""
 
 
-def placeholders(text: str, workdir: str, base: str | None, durations: bool = True) -> str:
-    """`text` with what differs between worlds (and, with `durations`, timings) written as
-    placeholders. A model's replies keep their timings: `{duration}` is never filled back in, so a
-    call's "1.5s" would reach the tool as "{duration}" in the replay."""
+def placeholders(text: str, workdir: str, bases: Collection[str], durations: bool = True) -> str:
+    """`text` with what differs between worlds (the corpus's base URL, each of `bases`) and, with
+    `durations`, timings written as placeholders. A model's replies keep their timings: `{duration}`
+    is never filled back in, so a call's "1.5s" would reach the tool as "{duration}" in the replay."""
     if durations:
         text = DURATIONS.sub(DURATION, text)
     if workdir:
         text = text.replace(workdir, WORKDIR)
-    return text.replace(base, CORPUS) if base else text
+    # whole addresses only: a base "...:4234" must not eat the start of "...:42345"
+    return LOOPBACK_URL.sub(lambda m: CORPUS if m.group(0) in bases else m.group(0), text) if bases else text
 
 
 def _reply(entry: Reply, clean: Any) -> dict[str, Any]:
@@ -288,15 +290,24 @@ def _block(part: Text | Call | Opaque, clean: Any) -> dict[str, Any]:
     return dict(part.data)
 
 
-def _recorded_base(journal: Iterable[Entry]) -> str | None:
-    """The corpus base URL the run used: the first loopback URL in its calls or results."""
+def _recorded_bases(journal: Iterable[Entry]) -> frozenset[str]:
+    """The corpus base URLs the run used: each segment's first loopback URL in its calls or results.
+    A run resumed in another process (a limit stop given more turns, a shutdown, an answer) met a
+    corpus server of its own there, on another port. Only the first of a segment: an address the
+    model made up later in it is no corpus's, and stays as it was."""
+    found: set[str] = set()
+    base: str | None = None
     for entry in journal:
+        if isinstance(entry, Stopped | Suspended):  # what follows is another segment, maybe elsewhere
+            base = None
+            continue
         texts = [str(c.arguments) for c in entry.calls] if isinstance(entry, Reply) else []
         texts += [entry.text] if isinstance(entry, Result) else []
         for text in texts:
-            if found := LOOPBACK_URL.search(text):
-                return found.group(0)
-    return None
+            if base is None and (first := LOOPBACK_URL.search(text)):
+                base = first.group(0)
+                found.add(base)
+    return frozenset(found)
 
 
 # -- playing ------------------------------------------------------------------------------------
