@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -149,6 +150,11 @@ class HistoryPolicy:
     # tokens, whatever its pages. Only for runs started before then: Temporal's workflow sets it for them
     # (`MEDIA_IN_CONTEXT`), so they shrink at the turns they did when they replay.
     media_in_context: bool = True
+    # False judges as releases before 2026-12-06 did: the text of the results since the last reply is not
+    # added to the context in use (25 parallel reads of 40,000 characters went out as one request of some
+    # 250,000 tokens, which the API refused as too long before the history was shrunk). Only for runs
+    # started before then: Temporal's workflow sets it for them (`RESULTS_IN_CONTEXT`).
+    results_in_context: bool = True
 
     def __post_init__(self) -> None:
         numbers = (self.clear_at, self.compact_at, self.keep_last, self.max_result_chars or 200)
@@ -223,7 +229,8 @@ class HistoryPolicy:
         """The shrink to make before the next call, judged from the last reply's usage, or None."""
         if not self.enabled:
             return None
-        used = _context_in_use(journal, self.media_in_context)
+        sent = (self.max_result_chars or sys.maxsize) if self.results_in_context else None
+        used = _context_in_use(journal, self.media_in_context, sent)
         limit = window or DEFAULT_WINDOW
         if used >= self.compact_at * limit:  # clear when that gets under clear_at, else compact
             freed = _clearable_chars(journal, self) // CHARS_PER_TOKEN
@@ -307,21 +314,29 @@ def account(entries: Sequence[Entry]) -> str:
     return head + ("\n" + "\n".join(lines) if lines else "") + tail
 
 
-def _context_in_use(journal: Sequence[Entry], media: bool = True) -> int:
+def _context_in_use(journal: Sequence[Entry], media: bool = True, text: int | None = None) -> int:
     """Input plus output tokens of the last reply, what the next call starts from, and about what the
-    images and PDFs of the results since then add (a tool that read a 90-page PDF adds some 280,000
+    results since then add: their images and PDFs (a tool that read a 90-page PDF adds some 280,000
     tokens: judged from the last reply alone, the request went out and the API refused it as too
-    long). Their text is left to the next reply's count: capped, it adds little. `media=False`: the
-    last reply's tokens alone, as before (`HistoryPolicy.media_in_context`)."""
+    long), and their text as sent (at most `text` characters each), at `CHARS_PER_TOKEN` (capped, one
+    result adds little; many parallel ones can fill the window). `media=False`, `text` None or 0:
+    without them, as before (`HistoryPolicy.media_in_context`, `results_in_context`)."""
     added = 0
     for entry in reversed(journal):
         if isinstance(entry, Reply):
             return _ended_with(entry) + added
         if isinstance(entry, Shrunk):
             return 0  # shrunk since the last reply: judge again after the next one
-        if media and isinstance(entry, Result) and entry.blocks:
-            added += media_tokens(entry.blocks)
+        if isinstance(entry, Result):
+            added += _result_tokens(entry, media, text)
     return 0
+
+
+def _result_tokens(result: Result, media: bool, text: int | None) -> int:
+    """About the tokens `result` adds to the next request: its images and PDFs (`media`), and its text
+    as sent, at most `text` characters (None: not counted)."""
+    tokens = media_tokens(result.blocks) if media and result.blocks else 0
+    return tokens + (min(len(result.text), text) // CHARS_PER_TOKEN if text else 0)
 
 
 def _ended_with(reply: Reply) -> int:

@@ -93,7 +93,8 @@ def test_the_same_run_with_the_policy_off_stops_at_the_context_limit_not_an_erro
 
 
 def test_a_refused_prompt_is_shrunk_and_asked_again_in_the_same_turn():
-    policy = HistoryPolicy(clear_at=1.0, compact_at=1.0)  # never shrinks ahead: only when the API refuses
+    # never shrinks ahead (nor counts the results since the last reply): only when the API refuses
+    policy = HistoryPolicy(clear_at=1.0, compact_at=1.0, results_in_context=False)
     agent = reader(policy)
     result = agent.run("Read the whole document.")
     assert result.reason is StopReason.SUCCESS

@@ -107,6 +107,9 @@ PLANNED_TRACE = "endstate-trace-planned-by-the-workflow"
 # where it went on. Runs started before judge by the last reply's tokens and price a PDF as an image, as
 # they did.
 MEDIA_IN_CONTEXT = "endstate-media-counted-in-context"
+# The history policy counts the text of the results since the last reply toward the context in use
+# (`HistoryPolicy.results_in_context`): a run may shrink a turn earlier. Runs started before, as they did.
+RESULTS_IN_CONTEXT = "endstate-result-text-counted-in-context"
 # A run stops, named, before its history passes Temporal's event count limit (`_wire.MAX_HISTORY_EVENTS`),
 # as it stops before the size limit; runs started before went on until Temporal ended them, as they did.
 HISTORY_EVENTS = "endstate-history-event-count-checked"
@@ -445,7 +448,11 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
     """The run's agent inside the workflow, from the plan it started with."""
     retry, history = w.retry_of(plan), w.history_of(plan)
     ref.worker_time = workflow.patched(WORKER_TIME)
-    history = dataclasses.replace(history, media_in_context=workflow.patched(MEDIA_IN_CONTEXT))
+    history = dataclasses.replace(
+        history,
+        media_in_context=workflow.patched(MEDIA_IN_CONTEXT),
+        results_in_context=workflow.patched(RESULTS_IN_CONTEXT),
+    )
     ref.cap = history.max_result_chars if history.enabled else None
     model = ActivityModel(plan["model"], plan["provider"], ref, setup, retry, plan.get("context_window"))
     price = w.planned_price(plan)

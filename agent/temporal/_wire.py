@@ -227,8 +227,9 @@ def plan_of(agent: Agent) -> dict[str, Any]:
 
 def history_plan(policy: HistoryPolicy) -> dict[str, Any]:
     """The history policy's settings (a custom `summarize` stays on the worker: see the README; the
-    workflow sets `media_in_context`, and a worker from before it would refuse the keyword)."""
-    left_out = ("summarize", "media_in_context")
+    workflow sets `media_in_context` and `results_in_context`, and a worker from before them would refuse
+    the keywords)."""
+    left_out = ("summarize", "media_in_context", "results_in_context")
     return {f.name: getattr(policy, f.name) for f in dataclasses.fields(policy) if f.name not in left_out}
 
 
