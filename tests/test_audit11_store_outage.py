@@ -1,10 +1,11 @@
 """A run store that stops answering for a while mid-run (a PostgreSQL restart, a failover) never
 ends the run for good: its checkpoints are tried again, and past those tries the segment is left to
-recovery as a crash would be, whenever the store comes back.
+recovery as a crash would be, whenever the store comes back. The caller gets the store's failure, as
+when a record cannot be written.
 
-Before, the segment ended `error` (StoreError) and recorded that end once the store answered
-again: a store back within the record's retries (a few seconds after the checkpoint's) ended the run
-for good, not resumable, while a store back later left it to recovery, which finished it.
+Before, the segment ended `error` (StoreError) and recorded that end once the store answered again:
+a store back within the record's retries (a few seconds after the checkpoint's) ended the run for
+good, not resumable, while a store back later left it to recovery, which finished it.
 """
 
 from __future__ import annotations
@@ -73,16 +74,15 @@ def test_a_store_down_past_the_checkpoint_retries_leaves_the_run_to_recovery_not
     ran: list[int] = []
     outage = Outage(store, first=2, failing=2)  # turn 2's checkpoint and its retry fail; then it is back
     first = Runner(outage, catalog(ran), owner=dead_owner())  # type: ignore[arg-type]
-    result = asyncio.run(first.start("noter", "note numbers"))
-    assert result.reason is StopReason.ERROR  # this segment could not go on
-    assert "recover" in result.note  # and it says what continues the run
-    record = store.get(result.run_id)
-    assert record is not None and record.status is RunStatus.RUNNING  # not ended for good
-    assert result.run_id not in first.held()  # let go: its lease lapses
+    with pytest.raises(StoreError, match="cannot connect"):  # as when a record cannot be written
+        asyncio.run(first.start("noter", "note numbers"))
+    [record] = store.list_runs()
+    assert record.status is RunStatus.RUNNING and record.stop_reason is None  # not ended for good
+    assert first.held() == set()  # let go: its lease lapses
 
     recovered = asyncio.run(Runner(store, catalog(ran)).recover())
-    assert [(r.run_id, r.reason) for r in recovered] == [(result.run_id, StopReason.SUCCESS)]
-    saved = store.snapshot(result.run_id)
+    assert [(r.run_id, r.reason) for r in recovered] == [(record.run_id, StopReason.SUCCESS)]
+    saved = store.snapshot(record.run_id)
     assert saved is not None
     assert [e.text for e in saved.journal if isinstance(e, Result)] == ["noted 1", "noted 2", "noted 3"]
     assert ran == [1, 2, 2, 3]  # the call whose result was never saved runs again, as after a crash

@@ -901,28 +901,26 @@ class Runner:
             self._active.discard(job.run_id)
             self._segments.pop(job.run_id, None)
         if (failure := _store_gave_up(job, result)) is not None:
-            return self._left_to_recovery(job, result, failure), True
+            self._left_to_recovery(job, failure)
+            raise failure
         return result, await self._record(job, result)
 
-    def _left_to_recovery(self, job: Job, result: RunResult, failure: BaseException) -> RunResult:
+    def _left_to_recovery(self, job: Job, failure: BaseException) -> None:
         """The store failed on the segment's checkpoints past every retry: the segment stops there,
         unrecorded, and the run is let go as a crashed worker's would be, so recovery continues it from
-        its last checkpoint once the store answers. (Recording the error it ended with, once the store
-        was back, ended for good a run that nothing had gone wrong with but the store.) Its end is no
-        run's end: this runner's telemetry counts none (`HeldEnds`: taken over)."""
+        its last checkpoint once the store answers; the caller gets the store's failure, as when a
+        record cannot be written. (Recording the error the segment ended with, once the store was back,
+        ended for good a run nothing had gone wrong with but the store.) Its end is no run's end: this
+        runner's telemetry counts none (`HeldEnds`: taken over)."""
         self._let_go(job.run_id, None)
+        if (ends := held_ends(getattr(job.agent, "hooks", None))) is not None:
+            ends.release(job.run_id, taken_over=True)
         log.error(
-            "run %s: the run store failed on its checkpoints past every retry (%s); the run is left to "
-            "recovery, which continues it from its last checkpoint once the store answers",
+            "run %s: the run store failed on its checkpoints past every retry (%s); the run is not over: "
+            "once the store answers, recovery continues it from its last checkpoint",
             job.run_id,
             failure,
         )
-        note = (
-            f"{result.note} The run store failed on this run's checkpoints past every retry, so this "
-            "segment stopped unrecorded: the run is not over. Once the store answers, `endstate recover` "
-            "continues it from its last checkpoint (a service's sweep does so itself, once its lease lapses)."
-        )
-        return dataclasses.replace(result, note=note)
 
     def stop_soon(self, grace: float) -> None:
         """From a signal handler or another thread: runs stop at their next turn, and after
