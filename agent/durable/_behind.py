@@ -25,8 +25,10 @@ so the journal in the store never has a gap; the segment's last write, if it
 failed, goes with the segment's record (`unsaved`). A write the store failed (a
 restarted database, a lock held past its timeout, a full disk: a plain
 `StoreError`) is written again at the barrier, a few times over some seconds
-(`RETRIES`), before the run ends as error; a lost lease or a refused write is
-final at once.
+(`RETRIES`); past them the segment ends there and the runner leaves the run to
+recovery, unrecorded, as a crash would (`gave_up`): the store is unreachable, and an
+end recorded once it is back would end for good a run that recovery continues. A
+lost lease or a refused write is final at once (the run ends as error).
 
 A finished or limited run's last checkpoint that holds no tool's result (the
 final reply and the stop, typically) is not written on its own: it goes with
@@ -164,6 +166,7 @@ class Behind:
         self.on_loop = on_loop  # the loop may write a checkpoint the writer has not taken yet
         self._last: Written | None = None
         self._unsaved: Checkpoint | None = None  # a checkpoint that failed: its entries go with the next
+        self.gave_up: BaseException | None = None  # the store's failure that outlasted `RETRIES`
 
     @property
     def unsaved(self) -> Checkpoint | None:
@@ -172,6 +175,9 @@ class Behind:
         return self._unsaved
 
     def __call__(self, checkpoint: Checkpoint) -> Written | None:
+        if self.gave_up is not None:  # the store failed past the retries: this is the segment's end,
+            self._unsaved = self._with_unsaved(checkpoint)  # which the runner leaves unrecorded
+            return None
         if self._for_record(checkpoint):
             self._unsaved = self._with_unsaved(checkpoint)  # `unsaved`: the record writes it
             return None
@@ -228,6 +234,7 @@ class Behind:
                 failure = exc
             else:
                 return None
+        self.gave_up = failure
         return failure
 
     def _write_unsaved(self) -> None:

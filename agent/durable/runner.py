@@ -900,7 +900,27 @@ class Runner:
         finally:  # before any await: from here on a cut-off could only hit the recording
             self._active.discard(job.run_id)
             self._segments.pop(job.run_id, None)
+        if (failure := _store_gave_up(job, result)) is not None:
+            self._left_to_recovery(job, failure)
+            raise failure
         return result, await self._record(job, result)
+
+    def _left_to_recovery(self, job: Job, failure: BaseException) -> None:
+        """The store failed on the segment's checkpoints past every retry: the segment stops there,
+        unrecorded, and the run is let go as a crashed worker's would be, so recovery continues it from
+        its last checkpoint once the store answers; the caller gets the store's failure, as when a
+        record cannot be written. (Recording the error the segment ended with, once the store was back,
+        ended for good a run nothing had gone wrong with but the store.) Its end is no run's end: this
+        runner's telemetry counts none (`HeldEnds`: taken over)."""
+        self._let_go(job.run_id, None)
+        if (ends := held_ends(getattr(job.agent, "hooks", None))) is not None:
+            ends.release(job.run_id, taken_over=True)
+        log.error(
+            "run %s: the run store failed on its checkpoints past every retry (%s); the run is not over: "
+            "once the store answers, recovery continues it from its last checkpoint",
+            job.run_id,
+            failure,
+        )
 
     def stop_soon(self, grace: float) -> None:
         """From a signal handler or another thread: runs stop at their next turn, and after
@@ -1260,6 +1280,16 @@ def _started_before(agent: Agent | ForeignAgent, record: RunRecord) -> Agent | F
     if isinstance(agent.hooks, NoHooks):
         return agent
     return dataclasses.replace(agent, hooks=StartedBefore(agent.hooks, record.started_at))
+
+
+def _store_gave_up(job: Job, result: RunResult) -> BaseException | None:
+    """The store's failure that outlasted the checkpoint retries (`Behind.gave_up`) and so ended the
+    segment as error, if any. (A run that had its reason before its last write failed keeps it: its
+    record carries that write's entries.)"""
+    behind = getattr(job.agent, "checkpoint", None)
+    if not isinstance(behind, Behind) or behind.gave_up is None or result.reason is not StopReason.ERROR:
+        return None
+    return behind.gave_up if result.error_type == type(behind.gave_up).__name__ else None
 
 
 def _unsaved(job: Job) -> Checkpoint | None:
