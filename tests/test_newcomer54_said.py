@@ -43,6 +43,8 @@ def test_an_empty_review_queue_says_no_run_stopped_so_not_that_every_run_is_labe
     assert main(["review", "--store", store, "--agent", "ci-fixer"]) == 0
     said = capsys.readouterr().out
     assert "stopped as gave_up, limit, no_progress or error (nor a sampled success)" in said
+    assert main(["review", "--store", store, "--reason", "limit", "--reason", "limit"]) == 0
+    assert "that stopped as limit is waiting" in capsys.readouterr().out  # a reason given twice: once
 
 
 def test_a_folder_of_cases_that_is_not_there_is_said_not_to_be(

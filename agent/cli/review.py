@@ -183,7 +183,8 @@ def run_queue(args: argparse.Namespace) -> int:
 def nothing_left(args: argparse.Namespace, reasons: list[StopReason], share: float) -> str:
     """Why the queue is empty, in what was asked: no run of those stops (a sampled success too) is left
     unlabelled. "Every run is labelled" was said of a store whose runs had never stopped so."""
-    stops = ", ".join(reasons[:-1]) + (" or " if len(reasons) > 1 else "") + reasons[-1]
+    named = list(dict.fromkeys(reasons))  # a reason given twice is said once
+    stops = ", ".join(named[:-1]) + (" or " if len(named) > 1 else "") + named[-1]
     sampled = " (nor a sampled success)" if share > 0 else ""
     return f"no run{of_filter(args)} that stopped as {stops}{sampled} is waiting for a label"
 
