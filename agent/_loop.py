@@ -142,6 +142,7 @@ ONCE_A_REPLY = (
     "Not checked: the verifiers already rejected a finish in this reply. Fix what they said, then "
     "call finish again."
 )
+DENIED = "\x00denied"  # the state a denied call saw, when the agent gives no fingerprint
 CUT_STOPS = (StopKind.MAX_TOKENS, StopKind.CONTEXT_FULL)
 MAX_PAUSES = 20  # pause_turn continuations in one turn before the run ends as error
 
@@ -777,7 +778,7 @@ async def apply_answer(
         return Result(call.id, f"Answer from {who}: {reply.text}")
     if isinstance(reply, Denial):
         reason = reply.reason.strip().rstrip(". ") or "no reason given"  # blank: none, as on every face
-        return Result(call.id, f"Denied by {who}: {reason}. Do not retry this call.")
+        return denied(agent, run, call, f"Denied by {who}: {reason}. Do not retry this call.")
     tool = agent.tool_named(call.name)
     if tool is None:
         raise SnapshotError(f"agent {agent.name!r} has no tool {call.name!r} to run after approval")
@@ -788,6 +789,15 @@ async def apply_answer(
     run.record(Started(call.id))
     checkpoint(agent, run)  # before the side effect, so a crash never repeats it unasked
     return await run_tool(agent, run, tool, call, obs)
+
+
+def denied(agent: Agent, run: RunState, call: Call, text: str) -> Result:
+    """A denied call's result. A denial changes nothing, so the call counts as a repeat like any other:
+    the same call denied `max_repeats` times ends the run `no_progress` instead of asking again and again.
+    The state it saw is the agent's fingerprint, or `DENIED` (the reason is not state), kept in `seen`."""
+    seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else DENIED)
+    run.progress.observe(call_signature(call.name, call.arguments), seen)
+    return Result(call.id, text, seen=seen)
 
 
 def _unsure(call: Call) -> str:

@@ -313,15 +313,28 @@ add_entry: Callable[[Sequence[Entry], Entry], None] = list.append  # type: ignor
 it knows (`RunState.record`); at `list.append`'s cost, on a turn's path."""
 
 
+class _Marks:
+    """What `Journal._scanned` found in the entries it read: the last reply's index (-1: none), the
+    first `Suspended` after it (-1: none), and the reply's declined calls once asked."""
+
+    __slots__ = ("asked", "declined", "reply", "scanned")
+
+    def __init__(self) -> None:
+        self.scanned, self.reply, self.asked = 0, -1, -1
+        self.declined: frozenset[str] | None = None
+
+
 class Journal:
     """The entries of one run, appended in order, never changed: `entries` reads them (a tool, a
     verifier or a hook that tries to change or replace them gets an error), `append` adds one."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("_marks", "entries")
     entries: Sequence[Entry]  # a list that refuses changes (`_Entries`), read at a slot's cost
+    _marks: _Marks  # where the last reply and the first question after it are (see `_scanned`)
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         object.__setattr__(self, "entries", _Entries(entries))
+        object.__setattr__(self, "_marks", _Marks())
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(_READ_ONLY)
@@ -363,18 +376,34 @@ class Journal:
         first = self.entries[0] if self.entries else None
         return first.text if isinstance(first, Task) else ""
 
+    def _scanned(self) -> _Marks:
+        """The marks, brought up to the entries appended since they were last read. Entries are only
+        ever appended, so each is read once: a reply with thousands of calls asks of the last reply for
+        each call, and a scan from the end each time made its turn quadratic in its calls."""
+        marks, entries = self._marks, self.entries
+        for i in range(marks.scanned, len(entries)):
+            entry = entries[i]
+            if isinstance(entry, Reply):
+                marks.reply, marks.asked, marks.declined = i, -1, None
+            elif isinstance(entry, Suspended) and marks.asked < 0:
+                marks.asked = i
+        marks.scanned = len(entries)
+        return marks
+
     def last_reply(self) -> tuple[int, Reply] | None:
         """The last reply and its index."""
-        for i in range(len(self.entries) - 1, -1, -1):
-            entry = self.entries[i]
-            if isinstance(entry, Reply):
-                return i, entry
-        return None
+        index = self._scanned().reply
+        return (index, self.entries[index]) if index >= 0 else None  # type: ignore[return-value]
 
     def declined(self, call_id: str) -> bool:
         """Whether the last reply's call `call_id` was made by a model that declined (`Reply.declined`)."""
-        last = self.last_reply()
-        return last is not None and call_id in last[1].declined
+        marks = self._scanned()
+        if marks.reply < 0:
+            return False
+        if marks.declined is None:  # read once a reply, not once a call
+            reply: Reply = self.entries[marks.reply]  # type: ignore[assignment]
+            marks.declined = reply.declined
+        return call_id in marks.declined
 
     def open_calls(self) -> list[Call]:
         """The last reply's calls that have no result yet, in order."""
@@ -404,8 +433,8 @@ class Journal:
         """The latest answer to a suspension on `call_id` since the last reply."""
         if not self.entries or isinstance(self.entries[-1], Reply):
             return None  # the common case: a turn's first call
-        last = self.last_reply()
-        start = last[0] + 1 if last else 0
+        if (start := self._scanned().asked) < 0:
+            return None  # no question since the last reply: nothing answered
         asked: Suspended | None = None
         found: Answered | None = None
         for entry in self.entries[start:]:

@@ -25,8 +25,9 @@ def digest(state: str) -> str:
 
 
 def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
-    """Bring a fresh detector to where a run's journal left it: each tool that ran is observed
-    with the state digest it saw, and each completed turn is closed (a paused reply is not a turn)."""
+    """Bring a fresh detector to where a run's journal left it: each tool that ran (or was denied: its
+    result has a `seen`) is observed with the state digest it saw, and each completed turn is closed (a
+    paused reply is not a turn)."""
     calls: dict[str, str] = {}
     turn_open = False
     for entry in journal:
@@ -35,7 +36,7 @@ def replay(detector: ProgressDetector, journal: Iterable[Entry]) -> None:
                 detector.end_turn()
             turn_open = entry.stop != StopKind.PAUSED
             calls = {c.id: call_signature(c.name, c.arguments) for c in entry.calls}
-        elif isinstance(entry, Result) and entry.ran and entry.call_id in calls:
+        elif isinstance(entry, Result) and (entry.ran or entry.seen) and entry.call_id in calls:
             detector.observe(calls[entry.call_id], entry.seen or digest(entry.text))
         elif isinstance(entry, Answered):
             detector.heard()

@@ -67,6 +67,12 @@ def reply(
     """A reply of the given blocks; token counts default to the model's estimate, and the stop
     reason to the API's own (`tool_use` or `end_turn`); pass e.g. `refusal` or `pause_turn`. Its kind
     is that word's in the Messages API, unless `stop` gives it (a provider's own word, replayed)."""
+    for block in blocks:
+        if not isinstance(block, dict):
+            raise ConfigError(
+                f"reply() takes content blocks: say('text'), call('tool', ...) or finish('done', ...), "
+                f"not {type(block).__name__} {block!r:.60}"
+            )
     extra = {"input_tokens": input_tokens, "output_tokens": output_tokens, "stop_reason": stop_reason}
     return ModelReply(
         content=list(blocks), extra={k: v for k, v in extra.items() if v is not None}, stop=stop
@@ -159,7 +165,7 @@ class ScriptedModel:
         """The reply of `step`, numbered `number` (its id's, and its tool calls'), `past` the steps."""
         base = step if isinstance(step, ModelReply) else ModelReply(content=list(step))
         content = [
-            {**b, "id": b.get("id") or f"toolu_{number}_{i}"} if b.get("type") == "tool_use" else b
+            {**b, "id": b.get("id") or f"toolu_{number}_{i}"} if _is_call(b) else b  # the loop judges others
             for i, b in enumerate(base.content)
         ]
         input_tokens = base.extra.get("input_tokens", 100 + 20 * request.message_count)
@@ -181,4 +187,8 @@ def _stop_reason(step: ModelReply, content: list[Block]) -> str:
         )
     if given:
         return given
-    return "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+    return "tool_use" if any(_is_call(b) for b in content) else "end_turn"
+
+
+def _is_call(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_use"
