@@ -97,6 +97,9 @@ class Agent(Protocol):
     def skip_repeats(self) -> Callable[[], bool]: ...
 
     @property
+    def count_denials(self) -> Callable[[], bool]: ...
+
+    @property
     def summarize(self) -> Callable[[RunContext, Spent, StopReason, LimitKind | None], str]: ...
 
     @property
@@ -794,7 +797,10 @@ async def apply_answer(
 def denied(agent: Agent, run: RunState, call: Call, text: str) -> Result:
     """A denied call's result. A denial changes nothing, so the call counts as a repeat like any other:
     the same call denied `max_repeats` times ends the run `no_progress` instead of asking again and again.
-    The state it saw is the agent's fingerprint, or `DENIED` (the reason is not state), kept in `seen`."""
+    The state it saw is the agent's fingerprint, or `DENIED` (the reason is not state), kept in `seen`.
+    (Not counted where `count_denials` says no: a Temporal history whose worker asked again.)"""
+    if not agent.count_denials():
+        return Result(call.id, text)
     seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else DENIED)
     run.progress.observe(call_signature(call.name, call.arguments), seen)
     return Result(call.id, text, seen=seen)

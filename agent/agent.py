@@ -99,6 +99,9 @@ class Agent:
     # is left unrun when the same reply makes it again, asked when the loop meets one: a Temporal run asks
     # `workflow.patched`, so that a history whose worker ran such calls replays as it ran
     skip_repeats: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
+    # whether a denied call counts toward `no_progress` as a repeat (a denial changes nothing), asked at each
+    # denial: a Temporal run asks `workflow.patched`, so that a history whose worker asked again replays so
+    count_denials: Callable[[], bool] = field(default=lambda: True, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.hooks is None:  # "no hooks", said out loud

@@ -6,6 +6,7 @@ snapshots here go through JSON as another process would read them."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from agent import Agent, Approval, Budget, Denial, RunResult, Snapshot, tool
@@ -71,3 +72,13 @@ def test_denied_calls_with_other_arguments_are_not_repeats() -> None:
     agent = _agent(*[reply(call("push", branch=b)) for b in branches], reply(finish("give_up", "all denied")))
     result, asked = _answer_each(agent, agent.run("ship it"), [Denial("no")] * 4)
     assert (result.reason, asked) == ("gave_up", 4)
+
+
+def test_a_run_whose_history_asked_again_keeps_asking_when_denials_are_not_counted() -> None:
+    """A Temporal run started before denials counted (`count_denials` is `workflow.patched` there) replays
+    as its worker ran it: the same call denied again is asked again, its results carrying no state."""
+    agent = _agent(*[reply(call("push", branch="main"))] * 5, reply(finish("give_up", "all denied")))
+    before = dataclasses.replace(agent, count_denials=lambda: False)
+    result, asked = _answer_each(before, before.run("ship it"), [Denial("no")] * 5)
+    assert (result.reason, asked) == ("gave_up", 5)
+    assert result.snapshot is None or not any(getattr(e, "seen", "") for e in result.snapshot.journal)

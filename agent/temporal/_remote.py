@@ -122,6 +122,9 @@ DECLINED_NOT_RUN = "endstate-declined-calls-not-run"
 # in state, and made again in the same reply) is not run. Asked when such a call is met: a history whose
 # worker ran it replays as it ran.
 REPEATS_NOT_RUN = "endstate-repeated-calls-not-run"
+# A denied call counts toward `no_progress` as a repeat (`Agent.count_denials`): the same call denied
+# `max_repeats` times ends the run. Asked at each denial: a history whose worker asked again replays so.
+DENIALS_REPEAT = "endstate-denied-calls-repeat"
 # A run's active time is the time its calls ran on a worker (each activity says how long: `_wire.RAN`) and the
 # workflow's own time between them, not the time a call or the workflow task after it waited for a worker
 # (every worker down or redeploying, a backlog on the task queue), which the store's runner does not count
@@ -476,6 +479,7 @@ def workflow_agent(plan: dict[str, Any], ref: RunRef, setup: WorkerSetup) -> Age
         "finish_last": workflow.patched(FINISH_LAST) and plan.get("finish_last", True),
         "skip_declined": functools.partial(workflow.patched, DECLINED_NOT_RUN),  # asked when one is met
         "skip_repeats": functools.partial(workflow.patched, REPEATS_NOT_RUN),  # asked when one is met
+        "count_denials": functools.partial(workflow.patched, DENIALS_REPEAT),  # asked at each denial
     }
     if plan["progress"] is not None:
         options["progress"] = functools.partial(ProgressDetector, **plan["progress"])
