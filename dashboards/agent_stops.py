@@ -804,14 +804,18 @@ RUNBOOKS: dict[Callable[[], object], tuple[str, ...]] = {
 
 def alerts_annotation() -> AnnotationQuery:
     """Endstate's firing alerts, marked on every panel: not the watchdog, which always fires (it
-    would shade the whole time range)."""
+    would shade the whole time range). Only the selected agents' and task types' alerts, and the
+    alerts of no agent (a process down, telemetry failing), which blind every agent's panels: an
+    alert's dashboard link selects its agent, where another agent's alert would mislead."""
+    firing = 'alertname=~"Endstate.*", alertname!="EndstateWatchdog", alertstate="firing"'
+    selected = 'agent=~"$agent|", task_type=~"$task_type|"'  # `|`: or no such label
     return (
         AnnotationQuery()
         .name("Endstate alerts")
         .datasource(PROMETHEUS)
         .enable(True)
         .icon_color("red")
-        .expr('ALERTS{alertname=~"Endstate.*", alertname!="EndstateWatchdog", alertstate="firing"}')
+        .expr(f"ALERTS{{{firing}, {selected}}}")
     )
 
 
