@@ -10,10 +10,12 @@ resource (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`); the sampler
 is only what the SDK does not do:
 
 - where spans go: OTLP when an endpoint is set (`OTEL_EXPORTER_OTLP_PROTOCOL`
-  picks HTTP or gRPC; gRPC needs `opentelemetry-exporter-otlp-proto-grpc`),
-  else the JSON-lines file `ENDSTATE_TRACES_FILE`, else nothing at all (no
-  cost; metrics still work). `OTEL_TRACES_EXPORTER=console` writes to
-  standard error, `none` or `OTEL_SDK_DISABLED=true` records no spans;
+  picks HTTP or gRPC; gRPC needs `opentelemetry-exporter-otlp-proto-grpc`) or
+  `OTEL_TRACES_EXPORTER` names `otlp` (without an endpoint: the SDK's default,
+  localhost:4318, or 4317 over gRPC), else the JSON-lines file
+  `ENDSTATE_TRACES_FILE`, else nothing at all (no cost; metrics still work).
+  `OTEL_TRACES_EXPORTER=console` writes to standard error, `none` or
+  `OTEL_SDK_DISABLED=true` records no spans;
 - the service name `endstate` when the environment names none;
 - content capture (`telemetry.capture`) and its event path;
 - export that loses no span uncounted (`telemetry.export`), failures counted;
@@ -380,10 +382,11 @@ def _traces_exporters(environ: Mapping[str, str]) -> list[str]:
 
 
 def _span_exporter(environ: Mapping[str, str], kind: str) -> SpanExporter | None:
-    """The exporter of one kind (`otlp`, `console`); None for OTLP without an endpoint or a span file."""
+    """The exporter of one kind (`otlp`, `console`). OTLP without an endpoint: to the SDK's default
+    one (localhost) when `OTEL_TRACES_EXPORTER` names it, else the span file, or None for no export."""
     if kind == "console":
         return ConsoleSpanExporter(out=sys.stderr)
-    if not _otlp_endpoint(environ):
+    if not _otlp_endpoint(environ) and not environ.get(OTEL_TRACES_EXPORTER, "").strip():
         path = environ.get(n.ENV_TRACES_FILE, "").strip()
         return JsonLinesExporter(_writable_file(path)) if path else None
     protocol = _protocol(environ, ev.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
@@ -618,9 +621,10 @@ def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
         return ", ".join(_destination(environ, each) for each in exporter.exporters)
     if isinstance(exporter, JsonLinesExporter):
         return str(exporter.path)
+    default = str(getattr(exporter, "_endpoint", "") or type(exporter).__name__)  # none set: the SDK's
     if type(exporter).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc"):
-        return _grpc_endpoint(environ)[0] or type(exporter).__name__
-    return _otlp_endpoint(environ) or type(exporter).__name__
+        return _grpc_endpoint(environ)[0] or default
+    return _otlp_endpoint(environ) or default
 
 
 _SPAN_QUEUE = (ev.OTEL_BSP_MAX_QUEUE_SIZE, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
