@@ -134,9 +134,9 @@ class SqlStore:
         return max(self._applied(retry=True), default=0)
 
     def _applied(self, retry: bool = False) -> set[int]:
-        """The schema versions the store records as applied. One that is no whole number from 1 (the
-        table edited by hand, or written by another program) makes it a damaged store: `StoreError`
-        saying so, before anything in it is changed (it raised ValueError: a traceback)."""
+        """The schema versions the store records as applied. One that is no whole number (the table
+        edited by hand, or written by another program) makes it a damaged store: `StoreError` saying
+        so, before anything in it is changed (it raised ValueError: a traceback)."""
         rows = self._rows(f"SELECT version FROM {SCHEMA_TABLE}", retry=retry)
         return {self._version(r["version"]) for r in rows}
 
@@ -144,12 +144,12 @@ class SqlStore:
         """A schema table's version as a number (digits in a text column too), else `StoreError`."""
         if isinstance(value, str) and value.isascii() and value.isdigit():
             value = int(value)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # `answers` probes a write with -1, rolled back: no number is refused
         raise StoreError(
             f"the run store {self.shown} is damaged: its table {SCHEMA_TABLE} holds the schema version "
-            f"{str(value)[:40]!r}, not a whole number from 1; restore the store from a backup, or move "
-            "it aside and pass another --store"
+            f"{str(value)[:40]!r}, not a whole number; restore the store from a backup, or move it "
+            "aside and pass another --store"
         )
 
     def _up_to_date(self) -> bool:
