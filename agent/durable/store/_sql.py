@@ -131,12 +131,30 @@ class SqlStore:
     # -- schema -----------------------------------------------------------
 
     def schema_version(self) -> int:
-        rows = self._rows(f"SELECT MAX(version) AS v FROM {SCHEMA_TABLE}", retry=True)
-        return int(rows[0]["v"] or 0)
+        return max(self._applied(retry=True), default=0)
+
+    def _applied(self, retry: bool = False) -> set[int]:
+        """The schema versions the store records as applied. One that is no whole number (the table
+        edited by hand, or written by another program) makes it a damaged store: `StoreError` saying
+        so, before anything in it is changed (it raised ValueError: a traceback)."""
+        rows = self._rows(f"SELECT version FROM {SCHEMA_TABLE}", retry=retry)
+        return {self._version(r["version"]) for r in rows}
+
+    def _version(self, value: object) -> int:
+        """A schema table's version as a number (digits in a text column too), else `StoreError`."""
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # `answers` probes a write with -1, rolled back: no number is refused
+        raise StoreError(
+            f"the run store {self.shown} is damaged: its table {SCHEMA_TABLE} holds the schema version "
+            f"{str(value)[:40]!r}, not a whole number; restore the store from a backup, or move it "
+            "aside and pass another --store"
+        )
 
     def _up_to_date(self) -> bool:
         """True when every migration is applied (a newer schema is not: `_apply_migrations` refuses it)."""
-        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
+        applied = self._applied()
         needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
         return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
 
@@ -149,7 +167,7 @@ class SqlStore:
                 f"the store at {self.shown} has schema version {current}, newer than this Endstate "
                 f"reads ({latest}); upgrade Endstate"
             )
-        applied = {int(r["version"]) for r in self._rows(f"SELECT version FROM {SCHEMA_TABLE}")}
+        applied = self._applied()
         due = [
             (version, sql)
             for version, sql in migrations(self.dialect)
