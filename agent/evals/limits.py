@@ -460,13 +460,15 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
 
 def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
     """A note for each ceiling that one far-out success sets (its longest run over `OUTLIER` x p95,
-    or among few runs x the others' p95)."""
+    or among few runs x the others' p95), and that would be lower without it."""
     notes = []
     for c in ceilings:
         o = c.observed
         typical, of = _typical(o)
         if o.count > 1 and 0 < typical * OUTLIER < o.longest:
             alone = suggest_ceiling(c.kind, Observed(o.count, typical, typical), headroom)
+            if alone is not None and alone.suggested >= c.suggested:
+                continue  # the same ceiling without it (a floor, one round number): it sets nothing
             notes.append(
                 f"{c.kind}: the longest successful run ({_fmt(c.kind, o.longest)}) is "
                 f"{o.longest / typical:.0f}x the 95th percentile{of} ({_fmt(c.kind, typical)}): an outlier "
