@@ -937,10 +937,13 @@ def _error_body(exc: urllib.error.HTTPError) -> dict[str, Any]:
 # -- text -------------------------------------------------------------------------------
 
 
-def render(suggestions: list[Suggestion], source: str) -> str:
-    """The readable suggestion, one block per task type."""
+RUN_SOME = "Run some tasks (or `endstate eval --json`) first."
+
+
+def render(suggestions: list[Suggestion], source: str, empty: str = RUN_SOME) -> str:
+    """The readable suggestion, one block per task type; `empty`: what to do when there is none."""
     if not suggestions:
-        return f"No ended runs in {source}: nothing to suggest. Run some tasks (or `endstate eval`) first."
+        return f"No ended runs in {source}: nothing to suggest. {empty}"
     return "\n\n".join(_block(s) for s in suggestions) + f"\n\n(from {source})"
 
 
