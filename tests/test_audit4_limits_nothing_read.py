@@ -6,6 +6,7 @@ sources it was advice that could not work. Each source now says what to check.""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,17 +16,35 @@ from agent.cli.main import main
 from agent.durable.store import open_store
 
 
+@pytest.fixture(scope="module")
+def empty_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus that scrapes nothing; its URL."""
+    with prometheus(prometheus_config([]), tmp_path_factory.mktemp("prom")) as prom:
+        yield prom.url
+
+
 @pytest.mark.slow
 def test_a_prometheus_that_scraped_no_endstate_process_says_to_check_its_scrape_config(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    empty_prometheus: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with prometheus(prometheus_config([]), tmp_path / "prom") as prom:
-        assert main(["limits", "suggest", "--prometheus", prom.url, "--window", "1h"]) == 1
+    url = empty_prometheus
+    assert main(["limits", "suggest", "--prometheus", url, "--window", "1h"]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"No ended runs in Prometheus at {prom.url}, last 1h: ")
+    assert out.startswith(f"No ended runs in Prometheus at {url}, last 1h: ")
     assert "holds no agent_stops_total series in that window" in out, out
-    assert f"{prom.url}/targets" in out, out
+    assert f"{url}/targets" in out, out
     assert "endstate eval" not in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["/api/v1", "/prometheus"])
+def test_a_url_with_a_path_prometheus_does_not_serve_says_which_url_to_give(
+    empty_prometheus: str, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    """It said only "refused ...: HTTP 404"."""
+    assert main(["limits", "suggest", "--prometheus", empty_prometheus + path]) == 2
+    err = capsys.readouterr().err
+    assert "HTTP 404; is it Prometheus's HTTP API (the URL without /api/v1)?" in err, err
 
 
 def test_an_empty_store_does_not_send_people_to_endstate_eval(

@@ -931,7 +931,11 @@ def _error_body(exc: urllib.error.HTTPError) -> dict[str, Any]:
     try:
         return dict(json.loads(exc.read()))
     except ValueError:
-        return {"status": "error", "error": f"HTTP {exc.code}"}
+        where = NOT_THE_API if exc.code == 404 else ""  # a path after the host: /api/v1, a proxy's prefix
+        return {"status": "error", "error": f"HTTP {exc.code}{where}"}
+
+
+NOT_THE_API = "; is it Prometheus's HTTP API (the URL without /api/v1)?"
 
 
 # -- text -------------------------------------------------------------------------------
