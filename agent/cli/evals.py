@@ -19,6 +19,7 @@ from agent.errors import ConfigError
 from agent.evals.case import Case, CaseError, load_cases
 from agent.evals.deadline import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from agent.evals.limits import (
+    RUN_SOME,
     History,
     LimitsError,
     PrometheusHistory,
@@ -312,8 +313,29 @@ def run_limits_suggest(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text([s.to_dict() for s in found], indent=2))  # standard JSON: no NaN
     else:
-        print(render_limits(found, source))
+        print(render_limits(found, source, _empty_hint(args)))
     return 0 if any(s.ceilings for s in found) else 1
+
+
+STORE_EMPTY = (
+    "Run some tasks into it first (`endstate start`, the service's POST /runs); `endstate eval` writes no "
+    "store: read its runs with `endstate eval --json | endstate limits suggest --jsonl -`."
+)
+
+
+def _empty_hint(args: argparse.Namespace) -> str:
+    """What to do when the source holds no ended run, by source. Prometheus keeps a series of every
+    stop reason from an agent's first run on (at zero), so none at all is one that scraped no
+    Endstate process in the window (the wrong Prometheus, a scrape config without the agents)."""
+    if args.prometheus:
+        url = shown_url(args.prometheus).rstrip("/")
+        return (
+            "It holds no agent_stops_total series in that window"
+            + (f" for agent {one_line(args.agent)}" if args.agent else "")
+            + f", so it scraped no Endstate process then: check that its scrape config names the agents' "
+            f"/metrics ({url}/targets lists what it scrapes), or widen --window."
+        )
+    return RUN_SOME if args.jsonl else STORE_EMPTY
 
 
 def load_history(args: argparse.Namespace) -> tuple[History, str]:

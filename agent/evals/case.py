@@ -759,12 +759,27 @@ def _timeout(f: _Fields) -> float | None:
     return float(value)
 
 
+def _action_problem(first: StopReason, action: str) -> str | None:
+    """Why `action` cannot follow a first stop of `first` (None when it can): a cancelled run is only
+    resumed; a run that needs help waits for an answer, an approval or its deadline, never a bare resume."""
+    if first is StopReason.CANCELLED and action != "resume":
+        return f"{action!r} cannot follow a cancelled run, which has no question open: use action: resume"
+    if first is StopReason.NEED_HELP and action == "resume":
+        return (
+            "'resume' cannot follow need_help: the run waits for a person. Use action: answer (with text:) "
+            "for a question, approve or deny for a tool call, or expire for nobody answering"
+        )
+    return None
+
+
 def _check_consistent(f: _Fields, case: Case) -> None:
     if case.then and not case.expect.resumable:
         raise f.error(
             "then",
             f"a follow-up needs a first stop that suspends (need_help or cancelled), not {case.expect}",
         )
+    if case.then and (problem := _action_problem(case.expect, case.then.action)):
+        raise f.error("then.action", problem)
     if case.impossible and StopReason.SUCCESS in case.expected:
         raise f.error("impossible", "an impossible task cannot expect success")
     if case.impossible and case.expected[-1] is not StopReason.GAVE_UP:

@@ -460,13 +460,15 @@ def above_too_low(ceiling: Ceiling, reviewed: Reviewed, headroom: Headroom = Hea
 
 def _outliers(ceilings: tuple[Ceiling, ...], headroom: Headroom) -> tuple[str, ...]:
     """A note for each ceiling that one far-out success sets (its longest run over `OUTLIER` x p95,
-    or among few runs x the others' p95)."""
+    or among few runs x the others' p95), and that would be lower without it."""
     notes = []
     for c in ceilings:
         o = c.observed
         typical, of = _typical(o)
         if o.count > 1 and 0 < typical * OUTLIER < o.longest:
             alone = suggest_ceiling(c.kind, Observed(o.count, typical, typical), headroom)
+            if alone is not None and alone.suggested >= c.suggested:
+                continue  # the same ceiling without it (a floor, one round number): it sets nothing
             notes.append(
                 f"{c.kind}: the longest successful run ({_fmt(c.kind, o.longest)}) is "
                 f"{o.longest / typical:.0f}x the 95th percentile{of} ({_fmt(c.kind, typical)}): an outlier "
@@ -929,16 +931,23 @@ def _error_body(exc: urllib.error.HTTPError) -> dict[str, Any]:
     try:
         return dict(json.loads(exc.read()))
     except ValueError:
-        return {"status": "error", "error": f"HTTP {exc.code}"}
+        where = NOT_THE_API if exc.code == 404 else ""  # a path after the host: /api/v1, a proxy's prefix
+        return {"status": "error", "error": f"HTTP {exc.code}{where}"}
+
+
+NOT_THE_API = "; is it Prometheus's HTTP API (the URL without /api/v1)?"
 
 
 # -- text -------------------------------------------------------------------------------
 
 
-def render(suggestions: list[Suggestion], source: str) -> str:
-    """The readable suggestion, one block per task type."""
+RUN_SOME = "Run some tasks (or `endstate eval --json`) first."
+
+
+def render(suggestions: list[Suggestion], source: str, empty: str = RUN_SOME) -> str:
+    """The readable suggestion, one block per task type; `empty`: what to do when there is none."""
     if not suggestions:
-        return f"No ended runs in {source}: nothing to suggest. Run some tasks (or `endstate eval`) first."
+        return f"No ended runs in {source}: nothing to suggest. {empty}"
     return "\n\n".join(_block(s) for s in suggestions) + f"\n\n(from {source})"
 
 

@@ -19,7 +19,7 @@ from agent.budget import Budget, Extension
 from agent.clock import CancelSignal
 from agent.durable.catalog import Catalog, load_catalog
 from agent.durable.runner import check_state, either
-from agent.errors import ConfigError
+from agent.errors import ConfigError, SnapshotError
 from agent.evals.case import Case
 from agent.evals.deadline import DEFAULT_TIMEOUT, CaseExit, Phase, PhaseHooks, TimedOut, Watch, bounded
 from agent.evals.fixtures import FIXTURES
@@ -269,13 +269,27 @@ async def _segments(
     segments = [_judged(case, world, first, 1)]
     if case.then and first.snapshot is not None:
         watch.enter(Phase.RUN)
-        after = watch.ran(await follow_up(agent, case.then, first, world))
+        try:
+            after = watch.ran(await follow_up(agent, case.then, first, world))
+        except SnapshotError:  # the case's action does not fit what the run waits for
+            return Outcome(case, tuple(segments), crashed=_wrong_action(case.then.action, first))
         watch.enter(Phase.JUDGE)
         segments.append(_judged(case, world, after, 2))
     if case.replay and journal is not None:
         found = tuple(case.replay.differences([journal[i] for i in sorted(journal)], world))
         segments[-1] = replace(segments[-1], replay_failures=found, replay_checked=True)
     return Outcome(case, tuple(segments))
+
+
+def _wrong_action(action: str, first: RunResult) -> str:
+    """The problem of a case whose `then.action` cannot continue its run: what the run waits for."""
+    pending = first.snapshot.suspension.pending if first.snapshot and first.snapshot.suspension else None
+    fits = (
+        f"approval of the call {pending.name!r}: use action: approve or deny"
+        if pending is not None
+        else "an answer to a question: use action: answer, with text:"
+    )
+    return f"field 'then.action': {action!r} cannot continue this run: it waits for {fits}"
 
 
 def _watched(agent: Agent, watch: Watch) -> None:
