@@ -623,8 +623,21 @@ def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
         return str(exporter.path)
     default = str(getattr(exporter, "_endpoint", "") or type(exporter).__name__)  # none set: the SDK's
     if type(exporter).__module__.startswith("opentelemetry.exporter.otlp.proto.grpc"):
-        return _grpc_endpoint(environ)[0] or default
+        given = _grpc_endpoint(environ)[0]
+        return (given or default) + _tls_unasked(exporter, given)
     return _otlp_endpoint(environ) or default
+
+
+def _tls_unasked(exporter: SpanExporter, endpoint: str) -> str:
+    """What the one line adds for a gRPC exporter that speaks TLS though its endpoint asked for none by
+    its scheme (`127.0.0.1:4317`: the SDK then dials TLS unless told insecure), to a collector that
+    most likely has none: every export failed with "failed to connect", the TLS mismatch unsaid."""
+    if getattr(exporter, "_insecure", True) is not False or "://" in endpoint:
+        return ""
+    return (
+        " (over TLS: the endpoint names no scheme; a collector without TLS takes http://HOST:PORT "
+        f"or {ev.OTEL_EXPORTER_OTLP_INSECURE}=true)"
+    )
 
 
 _SPAN_QUEUE = (ev.OTEL_BSP_MAX_QUEUE_SIZE, ev.OTEL_BSP_MAX_EXPORT_BATCH_SIZE)

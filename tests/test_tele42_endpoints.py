@@ -62,7 +62,33 @@ def test_a_grpc_endpoint_that_is_no_address_is_refused(endpoint: str, setenv: Se
 def test_grpc_endpoints_the_exporter_dials_are_taken(endpoint: str, setenv: Setenv) -> None:  # noqa: F811
     env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
     telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
-    assert telemetry.delivery is not None and telemetry.delivery.destination == endpoint
+    assert telemetry.delivery is not None and telemetry.delivery.destination.startswith(endpoint)
+    said = telemetry.delivery.destination.removeprefix(endpoint)  # no scheme: dialled over TLS, said so
+    assert said == ("" if "://" in endpoint else TLS_UNASKED)
+    telemetry.shutdown(timeout_s=0.5)
+
+
+TLS_UNASKED = (
+    " (over TLS: the endpoint names no scheme; a collector without TLS takes http://HOST:PORT "
+    "or OTEL_EXPORTER_OTLP_INSECURE=true)"
+)
+
+
+@pytest.mark.parametrize(
+    ("insecure", "said"), [("true", ""), ("false", TLS_UNASKED), (None, TLS_UNASKED)], ids=str
+)
+def test_a_grpc_endpoint_with_no_scheme_is_said_to_be_dialled_over_tls_unless_told_insecure(
+    insecure: str | None,
+    said: str,
+    setenv: Setenv,  # noqa: F811
+) -> None:
+    """The SDK dials `127.0.0.1:4317` over TLS unless OTEL_EXPORTER_OTLP_INSECURE=true: against a
+    collector without TLS every export failed with "failed to connect to all addresses", and the one
+    line said only that (audit3). It now says the exporter speaks TLS there, and how to ask for none."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    env |= {} if insecure is None else {"OTEL_EXPORTER_OTLP_INSECURE": insecure}
+    telemetry = Telemetry.from_env(setenv(env), registry=CollectorRegistry())
+    assert telemetry.delivery is not None and telemetry.delivery.destination == "127.0.0.1:4317" + said
     telemetry.shutdown(timeout_s=0.5)
 
 
