@@ -94,8 +94,9 @@ def test_a_corrupt_or_foreign_sqlite_file_is_a_clear_error_not_a_traceback(tmp_p
 
 def test_a_disk_that_fills_up_mid_run_is_said_in_lines_not_tracebacks(tmp_path: Path) -> None:
     """The disk fills up during `endstate start` (the test's tool caps the process's file size): the
-    checkpoint, each new attempt at it and every attempt to record the result fail. The person at
-    the terminal reads one line for each of those and the error, exit 2, and no Python traceback."""
+    checkpoint and each new attempt at it fail; past the retries the run is left to recovery, not
+    recorded (audit11). The person at the terminal reads one line for each attempt, one that says
+    the run is not over, and the error, exit 2, and no Python traceback."""
     folder = tmp_path / "run"
     state = json.dumps(counter_state(folder, "full"))
     done = endstate(
@@ -106,8 +107,9 @@ def test_a_disk_that_fills_up_mid_run_is_said_in_lines_not_tracebacks(tmp_path: 
     lines = done.stderr.splitlines()
     assert lines[0].startswith("endstate: warning: a checkpoint was not written (the run store ")
     assert any(line.endswith("trying again in 4.0 s") for line in lines), lines  # then it gave up
-    assert any(line.startswith("endstate: warning: run ") and "could not be saved" in line for line in lines)
-    assert any(line.startswith("endstate: warning: recording run ") for line in lines), lines
+    left = [line for line in lines if line.startswith("endstate: error: run ")]
+    assert len(left) == 1 and "the run is not over" in left[0] and "recovery continues it" in left[0]
+    assert not any("recording run " in line for line in lines), lines  # nothing recorded: no end
     assert lines[-1].startswith("endstate: the run store ") and "disk I/O error" in lines[-1]
     assert all(line.startswith("endstate: ") for line in lines), lines
     assert counted(folder) == [1]

@@ -72,6 +72,25 @@ def prepare_within(name: str, entry: AgentEntry, state: State, run_id: str, seco
         ) from None
 
 
+class BuildHangs(AgentUnavailable):
+    """A catalog entry's `build` did not finish within its deadline (the `prepare_timeout`) where nobody
+    waits on it: in a sweep (recovery, deadlines, audits), one hung build held every later run."""
+
+
+def build_within(name: str, entry: AgentEntry, state: State, seconds: float) -> Agent | ForeignAgent:
+    """`entry.build(state)` given `seconds` (`call_within`, on a thread of its own): past them
+    `BuildHangs`. What it raises in time is raised here."""
+    build = entry.build
+    try:
+        return call_within(lambda: build(state), seconds, f"endstate-build {name[:60]}")
+    except Overdue:
+        raise BuildHangs(
+            f"agent {name!r} could not be set up: its catalog entry's build did not finish within "
+            f"{seconds:g} s (does it wait on a server, a lock or a prompt?). Make build return, or give "
+            f"it longer: ${ENV_PREPARE_TIMEOUT}=SECONDS (at most {MAX_PREPARE_TIMEOUT:g})"
+        ) from None
+
+
 def _let_go(name: str, entry: AgentEntry, state: Any, run_id: str) -> None:
     """A `prepare` that ended after its deadline: its world is no run's, so its `cleanup` lets it go."""
     log.warning("agent %r: prepare for run %s ended after its deadline; its cleanup lets it go", name, run_id)

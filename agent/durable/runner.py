@@ -57,6 +57,7 @@ from agent.durable.catalog import (
     AgentUnavailable,
     Catalog,
     State,
+    build_within,
     load_catalog,
     prepare_timeout,
     prepare_within,
@@ -503,7 +504,9 @@ class Runner:
         for it) it ends as `error` instead, keeping its snapshot for `endstate resume`.
         """
         try:
-            agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
+            agent = self._agent(
+                record.agent, record.state, record.run_id, record.task_type, saved=True, swept=recovering
+            )
             check_approved_tool(agent, record)
             snapshot = known if known is not None else self.store.snapshot(record.run_id)
             if more is not None and snapshot is not None:  # refused now, not in the background
@@ -600,7 +603,8 @@ class Runner:
         return None
 
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
-        agent = self._agent(record.agent, record.state, record.run_id, record.task_type, saved=True)
+        r = record
+        agent = self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=True)
         snapshot = self.store.snapshot(record.run_id)
         if snapshot is None:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
@@ -642,10 +646,12 @@ class Runner:
 
     def _own_task_type(self, agent: str, state: State) -> str | None:
         """The task type `agent`'s build gives, as its last build here gave it (built once for this
-        when it was not built yet); None when its build fails."""
+        when it was not built yet, within the prepare deadline: `build_within`); None when its build
+        fails or hangs."""
         if agent not in self._own_types:
             try:
-                own = self.catalog.entries[agent].build(state).task_type
+                entry = self.catalog.entries[agent]
+                own = build_within(agent, entry, state, self.prepare_seconds).task_type
             except (Exception, SystemExit):  # (an argparse config: see `from_catalog`)
                 return None
             self._own_types[agent] = own
@@ -1032,7 +1038,7 @@ class Runner:
             snap = self.store.snapshot(due.run_id)
             if record is None or snap is None:
                 return "the run or its journal is no longer in the store"
-            agent = self._agent(record.agent, record.state, record.run_id)
+            agent = self._agent(record.agent, record.state, record.run_id, swept=True)
             if agent.audit is None:
                 return f"agent {record.agent!r} has no audit check any more"
             return agent.audit.check, context_of(snap, record)
@@ -1119,13 +1125,22 @@ class Runner:
         return check_cancel(entry.cancel(job.record.state), what)
 
     def _agent(
-        self, name: str, state: State, run_id: str, task_type: str | None = None, saved: bool = False
+        self,
+        name: str,
+        state: State,
+        run_id: str,
+        task_type: str | None = None,
+        saved: bool = False,
+        swept: bool = False,
     ) -> Agent | ForeignAgent:
         """The catalog's agent, checkpointing to the store under this runner's lease, for a run of
         `task_type` (asked for by a start, or `saved` with a stored run): one the catalog entry does
-        not run is refused, since task types are metric labels that the catalog names."""
+        not run is refused, since task types are metric labels that the catalog names. In a sweep
+        (`swept`: recovery, deadlines, audits, where nobody waits on it) its build is given the
+        prepare deadline (`build_within`), so that one hung build does not hold every later run."""
         entry = self.catalog.entry(name)
-        built = from_catalog(name, "build", lambda: entry.build(state))
+        within = functools.partial(build_within, name, entry, state, self.prepare_seconds)
+        built = from_catalog(name, "build", within if swept else lambda: entry.build(state))
         from agent.integrations._durable import ForeignAgent  # the integrations import the runner
 
         if not isinstance(built, Agent | ForeignAgent):  # a build that forgot its `return`
