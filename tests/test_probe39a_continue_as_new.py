@@ -55,6 +55,20 @@ async def executions(runs: TemporalRuns, run_id: str) -> list[str]:
         chain.append(last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id)
 
 
+async def waiting_record(runs: TemporalRuns, run_id: str, seconds: float = 60.0) -> Any:
+    """The run's record once visibility shows it waiting (or the last one read after `seconds`):
+    Temporal's visibility is updated after the workflow task that upserts it, so a read at once may
+    still show the execution a hand-over began running."""
+    record = await runs.record(run_id)
+    deadline = asyncio.get_running_loop().time() + seconds
+    while (
+        record is None or record.status is not RunStatus.WAITING
+    ) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+        record = await runs.record(run_id)
+    return record
+
+
 async def run_once(
     tmp_path: Path, server: TemporalServer, bound: int | None, **more: Any
 ) -> tuple[RunResult, int]:
@@ -119,7 +133,7 @@ def test_a_run_handed_over_is_answered_listed_once_and_counted_once(
                 )
                 assert isinstance(asked, RunResult) and asked.reason is StopReason.NEED_HELP
                 assert len(await executions(runs, asked.run_id)) >= 3
-                record = await runs.record(asked.run_id)
+                record = await waiting_record(runs, asked.run_id)
                 assert record is not None and record.status is RunStatus.WAITING
                 done = await runs.answer(asked.run_id, "yes")
                 assert (done.reason, done.turns) == (StopReason.SUCCESS, 34)
