@@ -7,13 +7,12 @@ the run ends `error` saying why (resumable once fixed), and the other runs recov
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_hard45_catalog_system_exit import _dead_pid
 
 from agent import Agent, StopReason
 from agent.durable.catalog import Catalog
@@ -22,12 +21,6 @@ from agent.durable.store import Lease, NewRun, RunStatus, open_store
 from agent.models.scripted import ScriptedModel, finish
 
 released = threading.Event()
-
-
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait(timeout=60)
-    return child.pid
 
 
 def _build(state: dict[str, Any]) -> Agent:
