@@ -10,22 +10,18 @@ Against a real Temporal Server (the `temporal` dev server).
 
 from __future__ import annotations
 
-import subprocess
-import time
 import urllib.request
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from ports import PortTaken, held_by, on_free_port, port_clash
-from temporal_server import TemporalServer, cli_env, endstate, temporal_fixture
-from test_temporal_fleet import CATALOG, _served, _stop
+from temporal_server import TemporalServer, temporal_fixture
+from test_telemetry_temporal import metrics_worker
+from test_temporal_fleet import _served, _stop
 
 pytestmark = pytest.mark.slow
 
 temporal = temporal_fixture()
-WAIT_S = 120.0  # generous: a loaded CI machine
 
 
 def _page(port: int) -> str:
@@ -40,32 +36,11 @@ def _shaped_for_a_service(text: str) -> None:
     assert "agent_runs_started_total" in text  # the run series are there all the same
 
 
-def _until(check: Callable[[], object], what: str) -> None:
-    until = time.monotonic() + WAIT_S
-    while time.monotonic() < until:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_a_workers_metrics_page_has_the_process_metrics_and_no_created_series(
     temporal: TemporalServer, tmp_path: Path
 ) -> None:
     log = tmp_path / "worker.log"
-    queue = f"page-{uuid.uuid4().hex[:8]}"
-
-    def start(port: int) -> tuple[subprocess.Popen[bytes], int]:
-        argv = ["worker", "--temporal", temporal.address, "--task-queue", queue, "--catalog", CATALOG]
-        argv += ["--metrics-port", str(port)]
-        with log.open("w") as out:
-            proc = subprocess.Popen(endstate(*argv), env=cli_env(), stdout=out, stderr=subprocess.STDOUT)
-        _until(lambda: held_by(proc.pid, port) or proc.poll() is not None, "the worker's /metrics")
-        if proc.poll() is not None and port_clash(log.read_text()):
-            raise PortTaken(log.read_text()[-500:])
-        return proc, port
-
-    proc, port = on_free_port(start, "endstate worker --metrics-port")
+    proc, port = metrics_worker(temporal, f"page-{uuid.uuid4().hex[:8]}", log)
     try:
         assert proc.poll() is None, log.read_text()
         _shaped_for_a_service(_page(port))

@@ -141,19 +141,7 @@ def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were
     """`endstate worker --first-scrape-wait`: its catalog's runs' series are at zero on /metrics before
     it takes any workflow task, and it polls once Prometheus (here: this test) has read them."""
     log = tmp_path / "worker.log"
-    task_queue = queue()
-
-    def start(port: int) -> tuple[subprocess.Popen[bytes], int]:
-        argv = ["worker", "--temporal", temporal.address, "--task-queue", task_queue, "--catalog", CATALOG]
-        argv += ["--metrics-port", str(port), "--first-scrape-wait", "120"]
-        with log.open("w") as out:
-            proc = subprocess.Popen(endstate(*argv), env=cli_env(), stdout=out, stderr=subprocess.STDOUT)
-        _until(lambda: held_by(proc.pid, port) or proc.poll() is not None, "the worker's /metrics")
-        if proc.poll() is not None and port_clash(log.read_text()):
-            raise PortTaken(log.read_text()[-500:])
-        return proc, port
-
-    proc, port = on_free_port(start, "endstate worker --metrics-port")
+    proc, port = metrics_worker(temporal, queue(), log, "--first-scrape-wait", "120")
     try:
         assert proc.poll() is None, log.read_text()
         assert "polling task queue" not in log.read_text()  # it waits for the first read
@@ -166,6 +154,28 @@ def test_a_worker_serves_the_series_of_its_runs_at_zero_and_polls_once_they_were
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def metrics_worker(
+    temporal: TemporalServer,  # noqa: F811
+    task_queue: str,
+    log: Path,
+    *options: str,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`endstate worker` of the test catalog on `task_queue`, serving /metrics on a free port (with
+    `options`), its output in `log`: the process and the port, once the port is held."""
+
+    def start(port: int) -> tuple[subprocess.Popen[bytes], int]:
+        argv = ["worker", "--temporal", temporal.address, "--task-queue", task_queue, "--catalog", CATALOG]
+        argv += ["--metrics-port", str(port), *options]
+        with log.open("w") as out:
+            proc = subprocess.Popen(endstate(*argv), env=cli_env(), stdout=out, stderr=subprocess.STDOUT)
+        _until(lambda: held_by(proc.pid, port) or proc.poll() is not None, "the worker's /metrics")
+        if proc.poll() is not None and port_clash(log.read_text()):
+            raise PortTaken(log.read_text()[-500:])
+        return proc, port
+
+    return on_free_port(start, "endstate worker --metrics-port")
 
 
 def _until(check: Callable[[], object], what: str) -> None:
