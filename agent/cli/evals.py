@@ -20,6 +20,7 @@ from agent.evals.case import Case, CaseError, load_cases
 from agent.evals.deadline import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from agent.evals.limits import (
     RUN_SOME,
+    STOPS_TOTAL,
     History,
     LimitsError,
     PrometheusHistory,
@@ -330,7 +331,7 @@ def _empty_hint(args: argparse.Namespace) -> str:
     if args.prometheus:
         url = shown_url(args.prometheus).rstrip("/")
         return (
-            "It holds no agent_stops_total series in that window"
+            f"It holds no {STOPS_TOTAL} series in that window"
             + (f" for agent {one_line(args.agent)}" if args.agent else "")
             + f", so it scraped no Endstate process then: check that its scrape config names the agents' "
             f"/metrics ({url}/targets lists what it scrapes), or widen --window."
