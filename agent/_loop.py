@@ -55,6 +55,7 @@ from agent.tools import (
     arguments_problem,
     execute,
     loggable,
+    run_cancelled,
     said,
     said_soon,
 )
@@ -305,11 +306,15 @@ def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
 
 
 def check_turn(agent: Agent, run: RunState) -> Stop | None:
-    """The agent's per-turn checks: a goal reached ends the run as success, a broken invariant as error."""
+    """The agent's per-turn checks: a goal reached ends the run as success, a broken invariant as error.
+    A check that raises ends it as error: a `CancelledError` of its own too (a sync call is never where
+    the run's cancel lands), as a verifier's does, not as a cancel nobody asked for."""
     for check in agent.checks:
         try:
             verdict = check(run.ctx)
-        except (Exception, SystemExit) as exc:  # a KeyboardInterrupt goes up: the run ends `cancelled`
+        except (Exception, SystemExit, asyncio.CancelledError) as exc:  # a KeyboardInterrupt: `cancelled`
+            if isinstance(exc, asyncio.CancelledError) and run_cancelled():
+                raise  # the run's task is being cancelled: the run's cancel, not the check's
             note = f"A per-turn check raised {type(exc).__name__}: {said(exc)}"
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None and not isinstance(verdict, TurnVerdict):
@@ -919,13 +924,13 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
 
 
 def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind | None) -> str:
-    """The agent's summary of the run; the default one (logged) when the agent's raises (`SystemExit`
-    and `KeyboardInterrupt` too: the run's end is decided already) or gives no text: a summary never
-    keeps a run from its result."""
+    """The agent's summary of the run; the default one (logged) when the agent's raises (`SystemExit`,
+    `KeyboardInterrupt` and a `CancelledError` of its own too: the run's end is decided already) or
+    gives no text: a summary never keeps a run from its result."""
     text: object
     try:
         text = agent.summarize(run.ctx, run.tick(), reason, limit)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt, asyncio.CancelledError) as exc:  # a sync call's own
         text = exc
     if isinstance(text, str):
         return text
