@@ -1,9 +1,9 @@
 """A tool whose timeout no Temporal timer holds (`timeout=float("inf")`, or 1e20 seconds: "never time
-out", written as a number) is a tool with no timeout of its own, as `None` is, and a verifier made with
-`timeout=1e20` gets the longest window too. In one process they ran; in a Temporal run the activity's
-timeout (`timedelta(seconds=inf)`) raised OverflowError in the workflow code: the workflow task failed
-and was retried for ever, and the run never ended (no stop reason). Against a real Temporal Server
-(the dev server)."""
+out", written as a number) is a tool with no timeout of its own, as `None` is; a verifier made with
+`timeout=1e20`, and a `RetryPolicy(max_delay=1e20)`'s backoff, get the longest duration too. In one
+process they ran; in a Temporal run `timedelta(seconds=inf)` raised OverflowError in the workflow code:
+for a tool or a verifier the workflow task failed and was retried for ever, and the run never ended (no
+stop reason); for the backoff the run ended as error. Against a real Temporal Server (the dev server)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import uuid
 import pytest
 from temporal_server import TemporalServer, temporal_fixture
 
-from agent import Agent, Budget, predicate
+from agent import Agent, Budget, RetryPolicy, predicate
 from agent.durable.runner import Catalog
 from agent.models.scripted import ScriptedModel, call, finish
 from agent.temporal import TemporalRuns, build_worker
@@ -34,11 +34,14 @@ def ages(x: int) -> str:
     return f"aged {x}"
 
 
-NAMES = ["forever", "ages", "judged"]
+NAMES = ["forever", "ages", "judged", "patient"]
 
 
 def agent_for(name: str) -> Agent:
     budget = Budget(max_turns=5, max_seconds=60)
+    if name == "patient":  # a backoff with no cap of its own, written as a number
+        retry = RetryPolicy(max_delay=1e20)
+        return Agent(name, ScriptedModel([[finish("done", "ok")]]), retry=retry, budget=budget)
     if name == "judged":  # no tool; a verifier that may take 1e20 s
         checked = predicate(lambda ctx: True, "never fails", timeout=1e20)
         return Agent(name, ScriptedModel([[finish("done", "ok")]]), verifiers=[checked], budget=budget)
@@ -74,6 +77,6 @@ def test_a_temporal_run_with_an_endless_timeout_ends_as_in_one_process(
             assert isinstance(run_id, str)
             result = await asyncio.wait_for(runs.result(run_id), 60)
         assert result.reason == "success", result.note
-        assert result.turns == (1 if name == "judged" else 2)
+        assert result.turns == (1 if name in ("judged", "patient") else 2)
 
     asyncio.run(scenario())

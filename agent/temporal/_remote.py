@@ -521,8 +521,8 @@ def now() -> float:
 def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
     """Temporal retries what the loop cannot see (a worker gone mid-call), with the agent's backoff."""
     return TemporalRetry(
-        initial_interval=timedelta(seconds=max(retry.base_delay, 0.001)),
-        maximum_interval=timedelta(seconds=max(retry.max_delay, retry.base_delay, 0.001)),
+        initial_interval=_window(max(retry.base_delay, 0.001)),
+        maximum_interval=_window(max(retry.max_delay, retry.base_delay, 0.001)),
         maximum_attempts=retry.max_attempts,
     )
 
@@ -1008,9 +1008,11 @@ def _tool_window(timeout: float, spec: dict[str, Any], setup: WorkerSetup) -> ti
 
 
 def _window(seconds: float) -> timedelta:
-    """An activity's start-to-close timeout of `seconds`, at most `UNBOUNDED_TOOL`: a longer one is no
-    more bounded, and past some 1e14 s (a timeout of `float("inf")` or 1e20) no `timedelta` holds it,
-    which failed the workflow task, and so the run, for ever."""
+    """`seconds` as a Temporal duration (an activity's start-to-close timeout, a retry's interval), at
+    most `UNBOUNDED_TOOL`: a longer one is no more bounded, and past some 1e14 s (a tool's timeout of
+    `float("inf")`, a `max_delay` of 1e20) no `timedelta` holds it: the workflow code raised
+    OverflowError (a tool's or a verifier's failed the workflow task for ever; a backoff's ended the
+    run as error where one process ran it)."""
     return timedelta(seconds=seconds) if seconds < UNBOUNDED_TOOL.total_seconds() else UNBOUNDED_TOOL
 
 
