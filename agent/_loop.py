@@ -55,6 +55,7 @@ from agent.tools import (
     arguments_problem,
     execute,
     loggable,
+    run_cancelled,
     said,
     said_soon,
 )
@@ -305,11 +306,15 @@ def end_turn(agent: Agent, run: RunState, decision: Decision) -> Decision:
 
 
 def check_turn(agent: Agent, run: RunState) -> Stop | None:
-    """The agent's per-turn checks: a goal reached ends the run as success, a broken invariant as error."""
+    """The agent's per-turn checks: a goal reached ends the run as success, a broken invariant as error.
+    A check that raises ends it as error: a `CancelledError` of its own too (a sync call is never where
+    the run's cancel lands), as a verifier's does, not as a cancel nobody asked for."""
     for check in agent.checks:
         try:
             verdict = check(run.ctx)
-        except (Exception, SystemExit) as exc:  # a KeyboardInterrupt goes up: the run ends `cancelled`
+        except (Exception, SystemExit, asyncio.CancelledError) as exc:  # a KeyboardInterrupt: `cancelled`
+            if isinstance(exc, asyncio.CancelledError) and run_cancelled():
+                raise  # the run's task is being cancelled: the run's cancel, not the check's
             note = f"A per-turn check raised {type(exc).__name__}: {said(exc)}"
             return Stop(StopReason.ERROR, note=note, error_type="verifier_error")
         if verdict is not None and not isinstance(verdict, TurnVerdict):
@@ -794,16 +799,34 @@ async def apply_answer(
     return await run_tool(agent, run, tool, call, obs)
 
 
-def denied(agent: Agent, run: RunState, call: Call, text: str) -> Result:
+def denied(agent: Agent, run: RunState, call: Call, text: str) -> Result | Stop:
     """A denied call's result. A denial changes nothing, so the call counts as a repeat like any other:
     the same call denied `max_repeats` times ends the run `no_progress` instead of asking again and again.
     The state it saw is the agent's fingerprint, or `DENIED` (the reason is not state), kept in `seen`.
     (Not counted where `count_denials` says no: a Temporal history whose worker asked again.)"""
     if not agent.count_denials():
         return Result(call.id, text)
-    seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else DENIED)
+    seen = state_seen(agent, run, DENIED)
+    if isinstance(seen, Stop):
+        return seen
     run.progress.observe(call_signature(call.name, call.arguments), seen)
     return Result(call.id, text, seen=seen)
+
+
+def state_seen(agent: Agent, run: RunState, fallback: str) -> str | Stop:
+    """The digest of the state a call saw: the agent's fingerprint, else `fallback`. A fingerprint that
+    raises ends the run as error (its exception goes up to the segment); a `CancelledError` of its own
+    too, named so, where the segment would take it for the caller's cancel (a sync call is never where
+    the run's cancel lands)."""
+    if agent.fingerprint is None:
+        return digest(fallback)
+    try:
+        return digest(agent.fingerprint(run.ctx))
+    except asyncio.CancelledError as exc:
+        if run_cancelled():
+            raise  # the run's task is being cancelled: the run's cancel, not the fingerprint's
+        note = f"The agent's fingerprint raised CancelledError: {said(exc)}"
+        return Stop(StopReason.ERROR, note=note, error_type="CancelledError")
 
 
 def _unsure(call: Call) -> str:
@@ -837,7 +860,8 @@ async def run_tool(
     if outcome.lost:
         return Suspend(agent.suspension(_unsure(call), None, call.id))
     run.note_call(call.name, call.arguments, outcome.text, outcome.is_error)
-    seen = digest(agent.fingerprint(run.ctx) if agent.fingerprint else outcome.text)
+    if isinstance(seen := state_seen(agent, run, outcome.text), Stop):
+        return seen
     run.progress.observe(call_signature(call.name, call.arguments), seen)
     result = Result(call.id, outcome.text, outcome.is_error, tool.name, seen, outcome.blocks)
     if outcome.budget_cut:  # the time budget ran out during the call: its result is kept, the run stops
@@ -919,13 +943,13 @@ def conclude(agent: Agent, run: RunState, decision: Stop | Suspend) -> RunResult
 
 
 def summary_of(agent: Agent, run: RunState, reason: StopReason, limit: LimitKind | None) -> str:
-    """The agent's summary of the run; the default one (logged) when the agent's raises (`SystemExit`
-    and `KeyboardInterrupt` too: the run's end is decided already) or gives no text: a summary never
-    keeps a run from its result."""
+    """The agent's summary of the run; the default one (logged) when the agent's raises (`SystemExit`,
+    `KeyboardInterrupt` and a `CancelledError` of its own too: the run's end is decided already) or
+    gives no text: a summary never keeps a run from its result."""
     text: object
     try:
         text = agent.summarize(run.ctx, run.tick(), reason, limit)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt, asyncio.CancelledError) as exc:  # a sync call's own
         text = exc
     if isinstance(text, str):
         return text

@@ -2846,7 +2846,8 @@ def _sdk_words(exc: anthropic.APIStatusError) -> str:
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given.
-    A value that is no number of seconds (negative, `inf`, `nan`) is not given."""
+    A value that is no number of seconds (negative, `inf`, `nan`, a date past the year 9999) is not
+    given."""
     try:
         return _seconds(float(headers["retry-after-ms"]) / 1000)
     except (KeyError, ValueError):
@@ -2859,7 +2860,10 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     except ValueError:
         pass
     when = email.utils.parsedate_tz(value)
-    return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+    try:
+        return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+    except (ValueError, OverflowError):  # a date no clock holds (the year 99999): no wait given
+        return None
 
 
 def _seconds(value: float) -> float:

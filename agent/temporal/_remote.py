@@ -521,8 +521,8 @@ def now() -> float:
 def temporal_retry(retry: RetryPolicy) -> TemporalRetry:
     """Temporal retries what the loop cannot see (a worker gone mid-call), with the agent's backoff."""
     return TemporalRetry(
-        initial_interval=timedelta(seconds=max(retry.base_delay, 0.001)),
-        maximum_interval=timedelta(seconds=max(retry.max_delay, retry.base_delay, 0.001)),
+        initial_interval=_window(max(retry.base_delay, 0.001)),
+        maximum_interval=_window(max(retry.max_delay, retry.base_delay, 0.001)),
         maximum_attempts=retry.max_attempts,
     )
 
@@ -1001,9 +1001,19 @@ async def _tool_call(
 
 def _tool_window(timeout: float, spec: dict[str, Any], setup: WorkerSetup) -> timedelta:
     """How long a tool call's activity may take: its timeout, its cleanup past the default grace (a
-    plan from a worker before `cleanup_seconds` has none), and `2 * tool_grace` for the rest."""
+    plan from a worker before `cleanup_seconds` has none), and `2 * tool_grace` for the rest: at most
+    the window of a tool with no timeout (`_window`)."""
     cleanup = max(0.0, float(spec.get("cleanup_seconds", CLEANUP_GRACE)) - CLEANUP_GRACE)
-    return timedelta(seconds=timeout + cleanup + 2 * setup.tool_grace)
+    return _window(timeout + cleanup + 2 * setup.tool_grace)
+
+
+def _window(seconds: float) -> timedelta:
+    """`seconds` as a Temporal duration (an activity's start-to-close timeout, a retry's interval), at
+    most `UNBOUNDED_TOOL`: a longer one is no more bounded, and past some 1e14 s (a tool's timeout of
+    `float("inf")`, a `max_delay` of 1e20) no `timedelta` holds it: the workflow code raised
+    OverflowError (a tool's or a verifier's failed the workflow task for ever; a backoff's ended the
+    run as error where one process ran it)."""
+    return timedelta(seconds=seconds) if seconds < UNBOUNDED_TOOL.total_seconds() else UNBOUNDED_TOOL
 
 
 def _worker_lost(exc: ActivityError) -> bool:
@@ -1073,7 +1083,7 @@ class RemoteVerifier:
         window = setup.model_timeout
         if seconds is not None:
             window = max(window, seconds + setup.tool_grace)
-        self._window = timedelta(seconds=window)
+        self._window = _window(window)
 
     def bounded(self, seconds: float) -> RemoteVerifier:
         """The loop's time budget left: the activity's own timeouts already bound it."""
