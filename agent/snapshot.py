@@ -71,6 +71,9 @@ class Snapshot:
     span_id: str | None = None
     foreign: ForeignState | None = None  # a foreign framework's run: its own state, to resume it
     version: int = SNAPSHOT_VERSION
+    # False for a journal read whole from a version-1 snapshot (not from a store's entries): a store
+    # holds none of its entries apart yet, so the run's first checkpoint writes them all (never written)
+    entries_stored: bool = field(default=True, compare=False, repr=False)
 
     @property
     def task(self) -> str:
@@ -183,7 +186,7 @@ class Snapshot:
         need(data, "progress", dict, {})  # version 1 kept it; it is rebuilt from the journal now
         head = {k: v for k, v in data.items() if k not in v1_only}
         fields = _head_fields({**head, "kind": kind, "version": SNAPSHOT_VERSION})
-        return cls(**fields, journal=journal)
+        return cls(**fields, journal=journal, entries_stored=False)
 
 
 @fast_init
