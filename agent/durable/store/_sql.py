@@ -333,9 +333,11 @@ class SqlStore:
         if expired is not None:
             deadline = "deadline <= ?" if expired else "(deadline IS NULL OR deadline > ?)"
             where, params = [*where, deadline], [*params, now]
+        # `interrupted` is kept: a run given back (`release`) is still one recovery continues, and the
+        # segment's record says whether a shutdown cut it again
         with self._tx():  # a row it cannot read (damaged) is a StoreError, and the claim is undone
             rows = self._rows(
-                f"UPDATE {TABLE} SET {assign(sets, self.clock)}, segments = segments + 1, interrupted = 0 "
+                f"UPDATE {TABLE} SET {assign(sets, self.clock)}, segments = segments + 1 "
                 f"WHERE run_id = ? AND {' AND '.join(where)} RETURNING {ALL_COLUMNS}",
                 [*sets.values(), run_id, *params],
             )
