@@ -72,7 +72,8 @@ class Snapshot:
     foreign: ForeignState | None = None  # a foreign framework's run: its own state, to resume it
     version: int = SNAPSHOT_VERSION
     # False for a journal read whole from a version-1 snapshot (not from a store's entries): a store
-    # holds none of its entries apart yet, so the run's first checkpoint writes them all (never written)
+    # holds none of its entries apart yet (or those of an older state of it), so the runner that takes
+    # the run stores its journal whole (`RunStore.store_whole`), and a run's first checkpoint writes it all
     entries_stored: bool = field(default=True, compare=False, repr=False)
 
     @property
@@ -160,8 +161,8 @@ class Snapshot:
                 f"snapshot version {version!r} is not supported; this Endstate reads versions "
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}: upgrade Endstate to read newer ones"
             )
-        if version == 1 and not entries:  # kept whole: one the store's upgrade could not read then
-            return cls._from_v1(data)
+        if version == 1:  # whole: one the store's upgrade could not read then, or a version-1 worker
+            return cls._from_v1(data)  # wrote since (a rolling deploy): any entries are of an older state
         journal = [
             decode_entry(_object(e) if isinstance(e, str | bytes) else e, i) for i, e in enumerate(entries)
         ]

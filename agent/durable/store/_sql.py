@@ -247,6 +247,21 @@ class SqlStore:
                 self._insert_entries(run_id, entries)
         return n == 1
 
+    def store_whole(self, run_id: str, snapshot: Snapshot, lease: Lease, now: float) -> None:
+        entries = [(i, entry_json(e)) for i, e in enumerate(snapshot.journal)]
+        values = head_values(snapshot) | {"journal_length": len(entries), "updated_at": now}
+        held = "WHERE run_id = ? AND owner = ? AND status = ?"
+        with self._tx():
+            n = self._count(
+                f"UPDATE {TABLE} SET {assign(values, self.clock)} {held}",
+                [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
+            )
+            if n == 1:
+                self._rows(f"DELETE FROM {ENTRIES} WHERE run_id = ?", (run_id,))
+                self._insert_entries(run_id, entries)
+        if n != 1:
+            raise lease_lost(run_id, lease)
+
     def _insert_entries(self, run_id: str, entries: list[tuple[int, str]]) -> None:
         if entries:
             marks = ", ".join("(?, ?, ?)" for _ in entries)
