@@ -93,8 +93,8 @@ def test_a_checkpoint_a_version_1_worker_wrote_after_the_upgrade_is_recovered(st
     assert _results(store, "v1-crashed") == ["ACME: net 30", "BETA: net 30", "GAMMA: net 30", *_done()]
 
 
-def test_a_question_a_version_1_worker_asked_after_the_upgrade_is_answered(store: RunStore) -> None:
-    # the version-1 worker got the approval of v1-approval's call, ran it, and its model then asked
+def _asked_after_the_invoice(store: RunStore) -> None:
+    """The version-1 worker got the approval of v1-approval's call, ran it, and its model then asked."""
     snapshot = _v1("v1-approval")
     asked = {"type": "tool_use", "id": "toolu_002_0", "name": "finish"}
     asked["input"] = {"kind": "need_help", "note": "Which currency?"}
@@ -113,6 +113,10 @@ def test_a_question_a_version_1_worker_asked_after_the_upgrade_is_answered(store
         "UPDATE endstate_runs SET question = ?, pending = NULL WHERE run_id = ?",
         ("Which currency?", "v1-approval"),
     )
+
+
+def test_a_question_a_version_1_worker_asked_after_the_upgrade_is_answered(store: RunStore) -> None:
+    _asked_after_the_invoice(store)
     answered = asyncio.run(_runner(store).resume("v1-approval", "EUR"))
     assert answered.reason is StopReason.SUCCESS, answered.note
     assert v1_agents.COUNTS == {}  # the invoice version 1 sent is not sent again
@@ -124,6 +128,20 @@ def test_a_question_a_version_1_worker_asked_after_the_upgrade_is_answered(store
     answers = [e.reply for e in snap.journal if isinstance(e, Answered)]
     assert [getattr(a, "text", None) for a in answers] == ["EUR"]
     assert _results(store, "v1-approval")[:2] == ["ACME: net 30", "invoice of 120.00 sent to ACME"]
+
+
+def test_a_question_a_version_1_worker_asked_after_the_upgrade_expires(store: RunStore) -> None:
+    _asked_after_the_invoice(store)
+    runner = _runner(store)
+    [expired] = [
+        r
+        for r in asyncio.run(runner.sweep(now=v1_agents.WRITTEN_AT + 2 * 86400))
+        if r.run_id == "v1-approval"
+    ]
+    assert expired.reason is StopReason.HELP_TIMEOUT, expired.note
+    snap = store.snapshot("v1-approval")
+    assert snap is not None and [type(e) for e in snap.journal].count(Suspended) == 1
+    assert _results(store, "v1-approval") == ["ACME: net 30", "invoice of 120.00 sent to ACME"]
 
 
 def _done() -> list[str]:
