@@ -241,7 +241,7 @@ class RunState:
             budget=extended(budget or Budget(), journal),
             segment=snap.segment + 1,
             failures=list(snap.verifier_failures),
-            saved=len(journal),
+            saved=len(journal) if snap.entries_stored else 0,  # see `Snapshot.entries_stored`
             _active_before=usage.active_seconds,
         )
 

@@ -11,6 +11,10 @@ from agent.errors import SnapshotError
 from agent.journal import Call, Entry, Note, Opaque, Part, Reply, Result, Suspended, Task, Text
 
 _NOT_RUN = ("Not run:", "Error: there is no tool")
+# how version 1 worded the result of a call it did not run because it was denied (by a person, or by
+# the help policy at the deadline): "Denied by {who}: {reason}. Do not retry this call."
+_DENIED_BY = ("Denied by a person: ", "Denied by the help policy, as nobody answered in time: ")
+_DENIED_END = ". Do not retry this call."
 
 
 def journal_of_messages(messages: list[dict[str, Any]]) -> list[Entry]:
@@ -73,8 +77,13 @@ def _result(block: dict[str, Any], calls: dict[str, Call]) -> Result:
     blocks = _blocks(content) if isinstance(content, list) else ()
     text = content if isinstance(content, str) else text_of(blocks) if blocks else str(content)
     call = calls.get(call_id)
-    ran = call.name if call and call.name != "finish" and not text.startswith(_NOT_RUN) else None
+    ran = call.name if call and call.name != "finish" and not _not_run(text) else None
     return Result(call_id, text, bool(block.get("is_error", False)), ran, blocks=blocks)
+
+
+def _not_run(text: str) -> bool:
+    """True when a version-1 result says its call never ran: not run for a pause, no such tool, denied."""
+    return text.startswith(_NOT_RUN) or (text.startswith(_DENIED_BY) and text.endswith(_DENIED_END))
 
 
 def _open_results(data: dict[str, Any], calls: dict[str, Call], journal: list[Entry]) -> list[Entry]:

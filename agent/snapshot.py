@@ -71,6 +71,10 @@ class Snapshot:
     span_id: str | None = None
     foreign: ForeignState | None = None  # a foreign framework's run: its own state, to resume it
     version: int = SNAPSHOT_VERSION
+    # False for a journal read whole from a version-1 snapshot (not from a store's entries): a store
+    # holds none of its entries apart yet (or those of an older state of it), so the runner that takes
+    # the run stores its journal whole (`RunStore.store_whole`), and a run's first checkpoint writes it all
+    entries_stored: bool = field(default=True, compare=False, repr=False)
 
     @property
     def task(self) -> str:
@@ -157,8 +161,8 @@ class Snapshot:
                 f"snapshot version {version!r} is not supported; this Endstate reads versions "
                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}: upgrade Endstate to read newer ones"
             )
-        if version == 1 and not entries:  # kept whole: one the store's upgrade could not read then
-            return cls._from_v1(data)
+        if version == 1:  # whole: one the store's upgrade could not read then, or a version-1 worker
+            return cls._from_v1(data)  # wrote since (a rolling deploy): any entries are of an older state
         journal = [
             decode_entry(_object(e) if isinstance(e, str | bytes) else e, i) for i, e in enumerate(entries)
         ]
@@ -183,7 +187,7 @@ class Snapshot:
         need(data, "progress", dict, {})  # version 1 kept it; it is rebuilt from the journal now
         head = {k: v for k, v in data.items() if k not in v1_only}
         fields = _head_fields({**head, "kind": kind, "version": SNAPSHOT_VERSION})
-        return cls(**fields, journal=journal)
+        return cls(**fields, journal=journal, entries_stored=False)
 
 
 @fast_init

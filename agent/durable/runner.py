@@ -508,7 +508,7 @@ class Runner:
                 record.agent, record.state, record.run_id, record.task_type, saved=True, swept=recovering
             )
             check_approved_tool(agent, record)
-            snapshot = known if known is not None else self.store.snapshot(record.run_id)
+            snapshot = self._stored_whole(record, known or self.store.snapshot(record.run_id))
             if more is not None and snapshot is not None:  # refused now, not in the background
                 check_extensible(agent, snapshot, more)
         except Exception as exc:
@@ -528,6 +528,14 @@ class Runner:
             return Job(record.run_id, agent, record, again, release_to, recovering)
         segment = self._segment_of(agent, record, snapshot, more)
         return Job(record.run_id, agent, record, segment, release_to, recovering)
+
+    def _stored_whole(self, record: RunRecord, snap: Snapshot | None) -> Snapshot | None:
+        """`snap` of a run this runner holds, its journal in the store: one a version-1 worker wrote
+        whole (a rolling deploy over the store's upgrade) is upgraded in place, as the upgrade does."""
+        if snap is None or snap.entries_stored:
+            return snap
+        self.store.store_whole(record.run_id, snap, self.lease(), self.clock.time())
+        return dataclasses.replace(snap, entries_stored=True)
 
     def _segment_of(
         self, agent: Agent | ForeignAgent, record: RunRecord, snap: Snapshot, more: Extension | None
@@ -605,7 +613,7 @@ class Runner:
     def _expiry_job(self, record: RunRecord, now: float) -> Job:
         r = record
         agent = self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=True)
-        snapshot = self.store.snapshot(record.run_id)
+        snapshot = self._stored_whole(record, self.store.snapshot(record.run_id))
         if snapshot is None:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
         snap: Snapshot = snapshot

@@ -247,6 +247,21 @@ class SqlStore:
                 self._insert_entries(run_id, entries)
         return n == 1
 
+    def store_whole(self, run_id: str, snapshot: Snapshot, lease: Lease, now: float) -> None:
+        entries = [(i, entry_json(e)) for i, e in enumerate(snapshot.journal)]
+        values = head_values(snapshot) | {"journal_length": len(entries), "updated_at": now}
+        held = "WHERE run_id = ? AND owner = ? AND status = ?"
+        with self._tx():
+            n = self._count(
+                f"UPDATE {TABLE} SET {assign(values, self.clock)} {held}",
+                [*values.values(), run_id, lease.owner, RunStatus.RUNNING],
+            )
+            if n == 1:
+                self._rows(f"DELETE FROM {ENTRIES} WHERE run_id = ?", (run_id,))
+                self._insert_entries(run_id, entries)
+        if n != 1:
+            raise lease_lost(run_id, lease)
+
     def _insert_entries(self, run_id: str, entries: list[tuple[int, str]]) -> None:
         if entries:
             marks = ", ".join("(?, ?, ?)" for _ in entries)
@@ -333,9 +348,11 @@ class SqlStore:
         if expired is not None:
             deadline = "deadline <= ?" if expired else "(deadline IS NULL OR deadline > ?)"
             where, params = [*where, deadline], [*params, now]
+        # `interrupted` is kept: a run given back (`release`) is still one recovery continues, and the
+        # segment's record says whether a shutdown cut it again
         with self._tx():  # a row it cannot read (damaged) is a StoreError, and the claim is undone
             rows = self._rows(
-                f"UPDATE {TABLE} SET {assign(sets, self.clock)}, segments = segments + 1, interrupted = 0 "
+                f"UPDATE {TABLE} SET {assign(sets, self.clock)}, segments = segments + 1 "
                 f"WHERE run_id = ? AND {' AND '.join(where)} RETURNING {ALL_COLUMNS}",
                 [*sets.values(), run_id, *params],
             )

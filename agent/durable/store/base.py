@@ -310,6 +310,11 @@ class RunStore(Protocol):
         """Append the checkpoint's new journal entries and save its head, under the lease."""
         ...
 
+    def store_whole(self, run_id: str, snapshot: Snapshot, lease: Lease, now: float) -> None:
+        """Replace the run's journal entries and head with `snapshot`'s, under the lease: a run whose
+        snapshot a version-1 worker wrote whole, upgraded in place as the store's upgrade does."""
+        ...
+
     def record(self, run_id: str, outcome: Outcome, lease: Lease, now: float) -> RunRecord: ...
 
     def claim(
