@@ -98,6 +98,9 @@ SPAN_LOGGERS = (
     SPAN_LOG.name,  # any span exporter's that raised
 )
 EVENT_LOGGERS = ("opentelemetry.exporter.otlp.proto.http._log_exporter", EVENT_LOG.name)
+# The SDK logs a warning each time an OTEL_* attribute limit cuts a span: said once a process here
+LIMIT_LOGGER = "opentelemetry.attributes"
+LIMIT_NOTE = "said once a process: the OTEL_* limits cut every span alike"
 
 
 @dataclass
@@ -168,6 +171,7 @@ class Telemetry:
             resource=resource_from_env(), shutdown_on_exit=False, id_generator=PlannedIds()
         )
         provider.add_span_processor(spans)
+        _say_limit_lines_once()
         logs, events = _logger_provider(environ, capture, log_exporter, metrics)
         tracing = TracingHooks(provider, capture, Redactor.from_env(environ), logs)
         telemetry = cls(
@@ -333,6 +337,35 @@ def _hold_back_exporter_lines() -> None:
         logger = logging.getLogger(name)
         if _HOLD_BACK not in logger.filters:
             logger.addFilter(_HOLD_BACK)
+
+
+class _OnceEach(logging.Filter):
+    """Lets each warning of a logger through once a process, `LIMIT_NOTE` added; holds back its
+    repeats. Keyed by the message's template, so the set stays as small as the logger's sources."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._said: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        with self._lock:
+            if (template := str(record.msg)) in self._said:
+                return False
+            self._said.add(template)
+        record.msg, record.args = f"{record.getMessage()} ({LIMIT_NOTE})", ()
+        return True
+
+
+_ONCE_EACH = _OnceEach()
+
+
+def _say_limit_lines_once() -> None:
+    logger = logging.getLogger(LIMIT_LOGGER)
+    if _ONCE_EACH not in logger.filters:
+        logger.addFilter(_ONCE_EACH)
 
 
 def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[str, str]:
