@@ -58,6 +58,9 @@ EXPORT_TIMEOUTS = (  # seconds, as the OTLP exporters read them: the gRPC one wi
     ev.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
     ev.OTEL_EXPORTER_OTLP_LOGS_TIMEOUT,
 )
+# An export timeout of this many seconds or more was most likely written in milliseconds, as the
+# OpenTelemetry specification and the other SDKs read it (default 10000); the Python exporters read seconds
+LIKELY_MILLIS = 1000.0
 RESOURCE_TEXT = (ev.OTEL_SERVICE_NAME, ev.OTEL_RESOURCE_ATTRIBUTES)
 # Read by the SDK as they are, blanks and line ends included (as a `.env` file with Windows line
 # ends leaves them): an endpoint with one failed every export or posted to `/v1/traces%0D`.
@@ -195,6 +198,25 @@ def check_seconds(environ: Mapping[str, str], name: str) -> None:
         raise ConfigError(
             f"{name}={raw!r} must be a number of seconds above 0 and at most {MOST_SECONDS:g}, such as 10"
         )
+
+
+def timeouts_in_millis(environ: Mapping[str, str]) -> list[str]:
+    """What to say of each OTLP export timeout that reads as milliseconds (`LIKELY_MILLIS` or more):
+    the Python exporters take it as seconds, so `10000` (the specification's default, in milliseconds)
+    let one export to a collector that stopped answering hold the export thread for 2.8 hours."""
+    said = []
+    for name in EXPORT_TIMEOUTS:
+        raw = environ.get(name, "").strip()
+        seconds = seconds_in(raw, MOST_SECONDS) if raw else None
+        if seconds is not None and seconds >= LIKELY_MILLIS:
+            said.append(
+                f"{name}={raw!r} is read as seconds by the Python OpenTelemetry exporters "
+                f"({seconds / 3600:.1f} hours for one export to a collector that stops answering, "
+                "every span meanwhile dropped), "
+                "where the OpenTelemetry specification and the other SDKs read milliseconds: if "
+                f"{seconds / 1000:g} s was meant, set {name}={seconds / 1000:g}"
+            )
+    return said
 
 
 def check_trimmed(environ: Mapping[str, str]) -> None:

@@ -61,6 +61,7 @@ from telemetry._settings import (
     check_logs_exporter,
     check_sdk_settings,
     int_env,
+    timeouts_in_millis,
 )
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
@@ -173,6 +174,9 @@ class Telemetry:
         provider.add_span_processor(spans)
         _say_limit_lines_once()
         logs, events = _logger_provider(environ, capture, log_exporter, metrics)
+        if _is_otlp(exporter) or (events is not None and log_exporter is None):
+            for line in timeouts_in_millis(os.environ):  # what the OTLP exporters read
+                log.warning("%s", line)
         tracing = TracingHooks(provider, capture, Redactor.from_env(environ), logs)
         telemetry = cls(
             TelemetryHooks(metrics, tracing),
@@ -659,6 +663,12 @@ def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
         given = _grpc_endpoint(environ)[0]
         return (given or default) + _tls_unasked(exporter, given)
     return _otlp_endpoint(environ) or default
+
+
+def _is_otlp(exporter: SpanExporter) -> bool:
+    """Whether spans go to an OTLP exporter (alone or among those `OTEL_TRACES_EXPORTER` lists)."""
+    parts = exporter.exporters if isinstance(exporter, FanOutExporter) else (exporter,)
+    return any(type(part).__module__.startswith("opentelemetry.exporter.otlp") for part in parts)
 
 
 def _tls_unasked(exporter: SpanExporter, endpoint: str) -> str:
