@@ -11,7 +11,8 @@ left such an attribute, `service.name` too, out of every export) and OTLP
 headers the exporters cannot read (they dropped them with a log line), a
 compression the exporters do not know (over gRPC a traceback, over HTTP a log
 line and none), a resource attribute that is no `key=value` (dropped with a log
-line) and a TLS file that cannot be read (every export failed, said as a timeout).
+line), a TLS file that cannot be read (every export failed, said as a timeout) and a resource
+detector that is not installed (skipped with a traceback, its attributes on no span).
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ BOOLEANS = (
     ev.OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED,
 )
 GRPC_RETRYABLE = "OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES"  # status code names, comma-separated
+DETECTOR_GROUP = (
+    "opentelemetry_resource_detector"  # the entry points OTEL_EXPERIMENTAL_RESOURCE_DETECTORS names
+)
 CREDENTIAL_GROUP = "opentelemetry_otlp_credential_provider"  # the entry points the variables below name
 CREDENTIAL_PROVIDERS = tuple(
     f"OTEL_PYTHON_EXPORTER_OTLP_{protocol}{signal}_CREDENTIAL_PROVIDER"
@@ -178,6 +182,7 @@ def check_sdk_settings(environ: Mapping[str, str]) -> None:
     check_booleans(environ)
     check_grpc_retryable(environ)
     check_credential_providers(environ)
+    check_resource_detectors(environ)
     for name in LIMITS:
         raw = environ.get(name, "").strip()
         if raw and not (raw.isdigit() and raw.isascii()):
@@ -378,6 +383,24 @@ def check_credential_providers(environ: Mapping[str, str]) -> None:
                 f"{name}={raw!r} names no installed credential provider (an entry point of the group "
                 f"{CREDENTIAL_GROUP}): install the package that provides it, or unset it"
             )
+
+
+def check_resource_detectors(environ: Mapping[str, str]) -> None:
+    """Each resource detector OTEL_EXPERIMENTAL_RESOURCE_DETECTORS names installed (or `*`, all of
+    them): the SDK skipped another with an error line and a traceback, and every span went out without
+    the attributes asked for."""
+    raw = environ.get(ev.OTEL_EXPERIMENTAL_RESOURCE_DETECTORS, "")
+    names = [name.strip() for name in raw.split(",") if name.strip() and name.strip() != "*"]
+    if not names:
+        return
+    installed = set(entry_points(group=DETECTOR_GROUP).names)
+    if missing := [name for name in names if name not in installed]:
+        raise ConfigError(
+            f"{ev.OTEL_EXPERIMENTAL_RESOURCE_DETECTORS}={raw!r}: {', '.join(map(repr, missing))} is no "
+            f"installed resource detector (an entry point of the group {DETECTOR_GROUP}); the installed "
+            f"ones: {', '.join(sorted(installed))}, or * for all. Install the package that provides it, "
+            "or leave it out"
+        )
 
 
 def check_sampler(environ: Mapping[str, str]) -> None:
