@@ -386,6 +386,7 @@ class _CountedQueue:
         self._queued = 0
         self._sending = 0  # handed to the exporter, whose export has not returned yet
         self._sending_since: float | None = None  # when the export in flight began
+        self._full = 0  # items dropped because the queue was full, in this process
 
     def _offer(self, item: Any) -> None:
         if self.sampled_only and not item.context.trace_flags.sampled:
@@ -397,7 +398,9 @@ class _CountedQueue:
                 self._queued += 1
                 self._emit(item)
                 return
-        self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
+            closed = self._closed
+            self._full += not closed
+        self._on_dropped(1, DROP_SHUTDOWN if closed else DROP_QUEUE_FULL)
 
     def shutdown(self) -> None:
         self._closed = True  # every item offered from now on is dropped, and counted
@@ -414,6 +417,11 @@ class _CountedQueue:
         if lost > 0:
             self._on_dropped(lost, DROP_SHUTDOWN)
         return max(0, lost)
+
+    def count_full(self) -> int:
+        """How many items were dropped because the queue was full (said at the close)."""
+        with self._lock:
+            return self._full
 
     def count_sending(self) -> int:
         """How many items are in an export that has not returned (counted once it does)."""

@@ -207,9 +207,10 @@ class Telemetry:
         finished = _within(max(0.0, timeout_s - CLOSE_MARGIN_S), self._close)
         lost = self.spans.count_unsent()
         lost_events = self.events.count_unsent() if self.events else 0
-        if self.delivery is not None and (lost or lost_events or not finished):
+        full = self.spans.count_full()  # counted, but a command's /metrics dies with it: said too
+        if self.delivery is not None and (lost or lost_events or full or not finished):
             sending = self.spans.count_sending() + (self.events.count_sending() if self.events else 0)
-            self.delivery.report(lost, None if finished else timeout_s, lost_events, sending)
+            self.delivery.report(lost, None if finished else timeout_s, lost_events, sending, full)
         return finished
 
     def _flush(self, timeout_ms: int) -> None:
@@ -262,25 +263,34 @@ class Delivery:
 
         return on_failure
 
-    def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0, sending: int = 0) -> None:
+    def report(
+        self, lost: int, gave_up_after: float | None, lost_events: int = 0, sending: int = 0, full: int = 0
+    ) -> None:
         """At close: the spans (and content events) that never left, those in an export the close did
-        not see end (`sending`: lost too when the process exits), and whether the close gave up waiting."""
+        not see end (`sending`: lost too when the process exits), whether the close gave up waiting,
+        and the spans dropped earlier because the export queue was full (`full`)."""
+        dropped = (
+            f"{full} spans dropped, the export queue full (they ended faster than the collector took "
+            f"them; a larger {ev.OTEL_BSP_MAX_QUEUE_SIZE} holds more), counted in "
+            f"{n.METRIC_TELEMETRY_SPANS_DROPPED}_total"
+        )
+        if full and not (lost or lost_events or sending or gave_up_after or self.reason):
+            self.say(dropped, failed=False)  # the collector took every export; it was slow
+            return
         why = self.reason or (f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed")
         events = f" and {lost_events} events" if lost_events else ""
         unsettled = f", {sending} more in an export that had not ended" if sending else ""
-        self.say(f"{why}; {lost} spans{events} never sent{unsettled}")
+        earlier = f"; before that, {dropped}" if full else ""
+        self.say(f"{why}; {lost} spans{events} never sent{unsettled}{earlier}")
 
-    def say(self, what: str) -> None:
+    def say(self, what: str, failed: bool = True) -> None:
+        """The one line, once; `failed`: exports failed, and where they are counted."""
         with self._lock:
             if self.said:
                 return
             self.said = True
-        log.warning(
-            "telemetry could not be delivered to %s: %s; failures are counted in %s_total",
-            self.destination,
-            what,
-            n.METRIC_TELEMETRY_EXPORT_FAILURES,
-        )
+        counted = f"; failures are counted in {n.METRIC_TELEMETRY_EXPORT_FAILURES}_total" if failed else ""
+        log.warning("telemetry could not be delivered to %s: %s%s", self.destination, what, counted)
 
 
 def _without_password(url: str) -> str:
