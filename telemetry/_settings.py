@@ -11,7 +11,8 @@ left such an attribute, `service.name` too, out of every export) and OTLP
 headers the exporters cannot read (they dropped them with a log line), a
 compression the exporters do not know (over gRPC a traceback, over HTTP a log
 line and none), a resource attribute that is no `key=value` (dropped with a log
-line) and a TLS file that cannot be read (every export failed, said as a timeout).
+line), a TLS file that cannot be read (every export failed, said as a timeout) and a resource
+detector that is not installed (skipped with a traceback, its attributes on no span).
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ EXPORT_TIMEOUTS = (  # seconds, as the OTLP exporters read them: the gRPC one wi
     ev.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT,
     ev.OTEL_EXPORTER_OTLP_LOGS_TIMEOUT,
 )
+# An export timeout of this many seconds or more was most likely written in milliseconds, as the
+# OpenTelemetry specification and the other SDKs read it (default 10000); the Python exporters read seconds
+LIKELY_MILLIS = 1000.0
 RESOURCE_TEXT = (ev.OTEL_SERVICE_NAME, ev.OTEL_RESOURCE_ATTRIBUTES)
 # Read by the SDK as they are, blanks and line ends included (as a `.env` file with Windows line
 # ends leaves them): an endpoint with one failed every export or posted to `/v1/traces%0D`.
@@ -109,6 +113,9 @@ BOOLEANS = (
     ev.OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED,
 )
 GRPC_RETRYABLE = "OTEL_PYTHON_EXPORTER_OTLP_GRPC_RETRYABLE_ERROR_CODES"  # status code names, comma-separated
+DETECTOR_GROUP = (
+    "opentelemetry_resource_detector"  # the entry points OTEL_EXPERIMENTAL_RESOURCE_DETECTORS names
+)
 CREDENTIAL_GROUP = "opentelemetry_otlp_credential_provider"  # the entry points the variables below name
 CREDENTIAL_PROVIDERS = tuple(
     f"OTEL_PYTHON_EXPORTER_OTLP_{protocol}{signal}_CREDENTIAL_PROVIDER"
@@ -175,6 +182,7 @@ def check_sdk_settings(environ: Mapping[str, str]) -> None:
     check_booleans(environ)
     check_grpc_retryable(environ)
     check_credential_providers(environ)
+    check_resource_detectors(environ)
     for name in LIMITS:
         raw = environ.get(name, "").strip()
         if raw and not (raw.isdigit() and raw.isascii()):
@@ -195,6 +203,25 @@ def check_seconds(environ: Mapping[str, str], name: str) -> None:
         raise ConfigError(
             f"{name}={raw!r} must be a number of seconds above 0 and at most {MOST_SECONDS:g}, such as 10"
         )
+
+
+def timeouts_in_millis(environ: Mapping[str, str]) -> list[str]:
+    """What to say of each OTLP export timeout that reads as milliseconds (`LIKELY_MILLIS` or more):
+    the Python exporters take it as seconds, so `10000` (the specification's default, in milliseconds)
+    let one export to a collector that stopped answering hold the export thread for 2.8 hours."""
+    said = []
+    for name in EXPORT_TIMEOUTS:
+        raw = environ.get(name, "").strip()
+        seconds = seconds_in(raw, MOST_SECONDS) if raw else None
+        if seconds is not None and seconds >= LIKELY_MILLIS:
+            said.append(
+                f"{name}={raw!r} is read as seconds by the Python OpenTelemetry exporters "
+                f"({seconds / 3600:.1f} hours for one export to a collector that stops answering, "
+                "every span meanwhile dropped), "
+                "where the OpenTelemetry specification and the other SDKs read milliseconds: if "
+                f"{seconds / 1000:g} s was meant, set {name}={seconds / 1000:g}"
+            )
+    return said
 
 
 def check_trimmed(environ: Mapping[str, str]) -> None:
@@ -356,6 +383,24 @@ def check_credential_providers(environ: Mapping[str, str]) -> None:
                 f"{name}={raw!r} names no installed credential provider (an entry point of the group "
                 f"{CREDENTIAL_GROUP}): install the package that provides it, or unset it"
             )
+
+
+def check_resource_detectors(environ: Mapping[str, str]) -> None:
+    """Each resource detector OTEL_EXPERIMENTAL_RESOURCE_DETECTORS names installed (or `*`, all of
+    them): the SDK skipped another with an error line and a traceback, and every span went out without
+    the attributes asked for."""
+    raw = environ.get(ev.OTEL_EXPERIMENTAL_RESOURCE_DETECTORS, "")
+    names = [name.strip() for name in raw.split(",") if name.strip() and name.strip() != "*"]
+    if not names:
+        return
+    installed = set(entry_points(group=DETECTOR_GROUP).names)
+    if missing := [name for name in names if name not in installed]:
+        raise ConfigError(
+            f"{ev.OTEL_EXPERIMENTAL_RESOURCE_DETECTORS}={raw!r}: {', '.join(map(repr, missing))} is no "
+            f"installed resource detector (an entry point of the group {DETECTOR_GROUP}); the installed "
+            f"ones: {', '.join(sorted(installed))}, or * for all. Install the package that provides it, "
+            "or leave it out"
+        )
 
 
 def check_sampler(environ: Mapping[str, str]) -> None:

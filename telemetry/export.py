@@ -38,8 +38,10 @@ again; its queue's `emit` is called when it is there).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, cast
@@ -367,15 +369,24 @@ class _CountedQueue:
     ) -> None:
         self._on_dropped = on_dropped
         self._clock = clock
-        self._sending_since: float | None = None  # when the export in flight began
         self._max = max_queue_size
         self._yield_from = max(max_export_batch_size, max_queue_size // 2)
+        self._closed = False
+        self._start_counts()
+        if hasattr(os, "register_at_fork"):  # a forked child's SDK queue starts empty: so do its counts
+            os.register_at_fork(after_in_child=_while_alive(weakref.WeakMethod(self._start_counts)))
+
+    def _start_counts(self) -> None:
+        """Counts of an empty queue, with nothing in export: at the start, and in a forked child,
+        whose copy of the SDK's queue the SDK empties (the parent sends those items, and its export in
+        flight is the parent's) and whose copy of the lock may be held by a thread it does not have."""
         self._lock = threading.Lock()  # for every count below, and each item's admission with it
         # Admitted items not yet handed: never fewer than the SDK's queue holds (an item popped is
         # counted as handed just after), so an item admitted here never makes the SDK drop one.
         self._queued = 0
         self._sending = 0  # handed to the exporter, whose export has not returned yet
-        self._closed = False
+        self._sending_since: float | None = None  # when the export in flight began
+        self._full = 0  # items dropped because the queue was full, in this process
 
     def _offer(self, item: Any) -> None:
         if self.sampled_only and not item.context.trace_flags.sampled:
@@ -387,7 +398,9 @@ class _CountedQueue:
                 self._queued += 1
                 self._emit(item)
                 return
-        self._on_dropped(1, DROP_SHUTDOWN if self._closed else DROP_QUEUE_FULL)
+            closed = self._closed
+            self._full += not closed
+        self._on_dropped(1, DROP_SHUTDOWN if closed else DROP_QUEUE_FULL)
 
     def shutdown(self) -> None:
         self._closed = True  # every item offered from now on is dropped, and counted
@@ -404,6 +417,11 @@ class _CountedQueue:
         if lost > 0:
             self._on_dropped(lost, DROP_SHUTDOWN)
         return max(0, lost)
+
+    def count_full(self) -> int:
+        """How many items were dropped because the queue was full (said at the close)."""
+        with self._lock:
+            return self._full
 
     def count_sending(self) -> int:
         """How many items are in an export that has not returned (counted once it does)."""
@@ -428,6 +446,16 @@ class _CountedQueue:
 
     def _count_failed(self, count: int) -> None:
         self._on_dropped(count, DROP_EXPORT_FAILED)  # handed, so no longer queued: the counts hold
+
+
+def _while_alive(method: weakref.WeakMethod[Callable[[], None]]) -> Callable[[], None]:
+    """Calls `method` while its object lives (a fork hook must not keep a processor alive)."""
+
+    def call() -> None:
+        if (bound := method()) is not None:
+            bound()
+
+    return call
 
 
 def _give_way() -> None:

@@ -61,6 +61,7 @@ from telemetry._settings import (
     check_logs_exporter,
     check_sdk_settings,
     int_env,
+    timeouts_in_millis,
 )
 from telemetry.capture import Capture, capture_from_env
 from telemetry.export import (
@@ -98,6 +99,9 @@ SPAN_LOGGERS = (
     SPAN_LOG.name,  # any span exporter's that raised
 )
 EVENT_LOGGERS = ("opentelemetry.exporter.otlp.proto.http._log_exporter", EVENT_LOG.name)
+# The SDK logs a warning each time an OTEL_* attribute limit cuts a span: said once a process here
+LIMIT_LOGGER = "opentelemetry.attributes"
+LIMIT_NOTE = "said once a process: the OTEL_* limits cut every span alike"
 
 
 @dataclass
@@ -168,7 +172,11 @@ class Telemetry:
             resource=resource_from_env(), shutdown_on_exit=False, id_generator=PlannedIds()
         )
         provider.add_span_processor(spans)
+        _say_limit_lines_once()
         logs, events = _logger_provider(environ, capture, log_exporter, metrics)
+        if _is_otlp(exporter) or (events is not None and log_exporter is None):
+            for line in timeouts_in_millis(os.environ):  # what the OTLP exporters read
+                log.warning("%s", line)
         tracing = TracingHooks(provider, capture, Redactor.from_env(environ), logs)
         telemetry = cls(
             TelemetryHooks(metrics, tracing),
@@ -199,9 +207,10 @@ class Telemetry:
         finished = _within(max(0.0, timeout_s - CLOSE_MARGIN_S), self._close)
         lost = self.spans.count_unsent()
         lost_events = self.events.count_unsent() if self.events else 0
-        if self.delivery is not None and (lost or lost_events or not finished):
+        full = self.spans.count_full()  # counted, but a command's /metrics dies with it: said too
+        if self.delivery is not None and (lost or lost_events or full or not finished):
             sending = self.spans.count_sending() + (self.events.count_sending() if self.events else 0)
-            self.delivery.report(lost, None if finished else timeout_s, lost_events, sending)
+            self.delivery.report(lost, None if finished else timeout_s, lost_events, sending, full)
         return finished
 
     def _flush(self, timeout_ms: int) -> None:
@@ -254,25 +263,34 @@ class Delivery:
 
         return on_failure
 
-    def report(self, lost: int, gave_up_after: float | None, lost_events: int = 0, sending: int = 0) -> None:
+    def report(
+        self, lost: int, gave_up_after: float | None, lost_events: int = 0, sending: int = 0, full: int = 0
+    ) -> None:
         """At close: the spans (and content events) that never left, those in an export the close did
-        not see end (`sending`: lost too when the process exits), and whether the close gave up waiting."""
+        not see end (`sending`: lost too when the process exits), whether the close gave up waiting,
+        and the spans dropped earlier because the export queue was full (`full`)."""
+        dropped = (
+            f"{full} spans dropped, the export queue full (they ended faster than the collector took "
+            f"them; a larger {ev.OTEL_BSP_MAX_QUEUE_SIZE} holds more), counted in "
+            f"{n.METRIC_TELEMETRY_SPANS_DROPPED}_total"
+        )
+        if full and not (lost or lost_events or sending or gave_up_after or self.reason):
+            self.say(dropped, failed=False)  # the collector took every export; it was slow
+            return
         why = self.reason or (f"no answer within {gave_up_after:.1f} s" if gave_up_after else "export failed")
         events = f" and {lost_events} events" if lost_events else ""
         unsettled = f", {sending} more in an export that had not ended" if sending else ""
-        self.say(f"{why}; {lost} spans{events} never sent{unsettled}")
+        earlier = f"; before that, {dropped}" if full else ""
+        self.say(f"{why}; {lost} spans{events} never sent{unsettled}{earlier}")
 
-    def say(self, what: str) -> None:
+    def say(self, what: str, failed: bool = True) -> None:
+        """The one line, once; `failed`: exports failed, and where they are counted."""
         with self._lock:
             if self.said:
                 return
             self.said = True
-        log.warning(
-            "telemetry could not be delivered to %s: %s; failures are counted in %s_total",
-            self.destination,
-            what,
-            n.METRIC_TELEMETRY_EXPORT_FAILURES,
-        )
+        counted = f"; failures are counted in {n.METRIC_TELEMETRY_EXPORT_FAILURES}_total" if failed else ""
+        log.warning("telemetry could not be delivered to %s: %s%s", self.destination, what, counted)
 
 
 def _without_password(url: str) -> str:
@@ -333,6 +351,35 @@ def _hold_back_exporter_lines() -> None:
         logger = logging.getLogger(name)
         if _HOLD_BACK not in logger.filters:
             logger.addFilter(_HOLD_BACK)
+
+
+class _OnceEach(logging.Filter):
+    """Lets each warning of a logger through once a process, `LIMIT_NOTE` added; holds back its
+    repeats. Keyed by the message's template, so the set stays as small as the logger's sources."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._said: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        with self._lock:
+            if (template := str(record.msg)) in self._said:
+                return False
+            self._said.add(template)
+        record.msg, record.args = f"{record.getMessage()} ({LIMIT_NOTE})", ()
+        return True
+
+
+_ONCE_EACH = _OnceEach()
+
+
+def _say_limit_lines_once() -> None:
+    logger = logging.getLogger(LIMIT_LOGGER)
+    if _ONCE_EACH not in logger.filters:
+        logger.addFilter(_ONCE_EACH)
 
 
 def with_offline_default(environ: Mapping[str, str], traces_file: str) -> dict[str, str]:
@@ -626,6 +673,12 @@ def _destination(environ: Mapping[str, str], exporter: SpanExporter) -> str:
         given = _grpc_endpoint(environ)[0]
         return (given or default) + _tls_unasked(exporter, given)
     return _otlp_endpoint(environ) or default
+
+
+def _is_otlp(exporter: SpanExporter) -> bool:
+    """Whether spans go to an OTLP exporter (alone or among those `OTEL_TRACES_EXPORTER` lists)."""
+    parts = exporter.exporters if isinstance(exporter, FanOutExporter) else (exporter,)
+    return any(type(part).__module__.startswith("opentelemetry.exporter.otlp") for part in parts)
 
 
 def _tls_unasked(exporter: SpanExporter, endpoint: str) -> str:
