@@ -105,6 +105,7 @@ from agent.service.http import (
     MAX_BODY,
     MAX_PAGE,
     PAGE_SIZE,
+    SAFE_HEADERS,
     Problem,
     StandardJSON,
     check_strings,
@@ -215,12 +216,6 @@ class HostGuard:
                 await StandardJSON({"error": message}, status_code=421)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-SAFE_HEADERS = (  # on every response that does not set its own (the inbox's pages set more)
-    (b"x-content-type-options", b"nosniff"),  # a JSON error echoing `<script>` is never read as HTML
-    (b"cache-control", b"no-store"),  # a run's data is not kept in a browser's or a proxy's cache
-)
 
 
 class SafeHeaders:

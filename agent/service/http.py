@@ -39,6 +39,11 @@ MAX_PAGE = 500
 
 MAX_SAID = 2000  # characters of an error message a response carries (`said`)
 
+SAFE_HEADERS = (  # on every response that does not set its own (the inbox's pages set more)
+    (b"x-content-type-options", b"nosniff"),  # a JSON error echoing `<script>` is never read as HTML
+    (b"cache-control", b"no-store"),  # a run's data is not kept in a browser's or a proxy's cache
+)
+
 
 class StandardJSON(JSONResponse):
     """A JSON response any parser reads, whatever a run holds: NaN and the infinities (a state
