@@ -85,7 +85,6 @@ from agent.durable.store.base import (
     PrunedRunId,
     answerer,
     dumps,
-    filter_name,
 )
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
@@ -118,6 +117,7 @@ from agent.service.http import (
     query_of,
     read_body,
     required,
+    run_filter,
     said,
     status_of,
     waiting_page,
@@ -248,9 +248,10 @@ class ServiceApp(Starlette):
 
 
 def browsed(request: Request) -> bool:
-    """A page of the inbox a browser asked for (a GET under /inbox): its refusals are pages too."""
+    """An address of the inbox (a page, or a form a page posts: under /inbox): its refusals are pages
+    too, a form's from another origin or not a form included, never the API's JSON in a browser."""
     path = request.url.path
-    return request.method in ("GET", "HEAD") and (path == "/inbox" or path.startswith("/inbox/"))
+    return path == "/inbox" or path.startswith("/inbox/")
 
 
 class Api:
@@ -565,14 +566,6 @@ def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]
         and task_type in (None, record.task_type)
         and all(k in record.state and record.state[k] == v for k, v in state.items())
     )
-
-
-def run_filter(key: str, value: str) -> str:
-    """`GET /runs`' `agent` or `task_type` parameter, checked (`filter_name`): 400 saying what is wrong."""
-    try:
-        return filter_name(key.replace("_", " "), value)
-    except ValueError as exc:
-        raise Problem(400, f"{key}: {exc}") from None
 
 
 def overview(store: Any, status: RunStatus | None, limit: int, **only: str) -> Listing:

@@ -60,6 +60,7 @@ from agent.service.http import (
     notice_of,
     notice_params,
     read_body,
+    run_filter,
     said,
     status_of,
     waiting_page,
@@ -217,6 +218,7 @@ class Inbox:
 
     async def act(self, request: Request) -> Response:
         same_origin(request)
+        view = View.of(request)  # the page to go back to: one it cannot show is refused before any claim
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if not self._signed_in(request):
             posted = await written(request, FORM_BYTES) if action in ("answer", "deny") else {}
@@ -247,7 +249,7 @@ class Inbox:
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
         named = f" as {by}" if by else ""
         said = notice_params(self.service.token, f"{done} run {run_id}{named}; it runs again.")
-        response = RedirectResponse(View.of(request).url(page=None, **said), 303)
+        response = RedirectResponse(view.url(page=None, **said), 303)
         if by:
             remember(response, request, by)
         return response
@@ -425,7 +427,8 @@ class View:
         q = request.query_params
         number = int_param(q.get("page", "1"), 1, 10**6, "page")
         refresh = q.get("refresh") != "off"
-        return cls(q.get("agent") or None, q.get("task_type") or None, number, refresh, path)
+        agent, task_type = (run_filter(k, v) if (v := q.get(k)) else None for k in ("agent", "task_type"))
+        return cls(agent, task_type, number, refresh, path)
 
     def url(self, path: str | None = None, /, **changes: Any) -> str:
         """This view's address (or `path`'s) with `changes` (a None drops a parameter); page 1 and
