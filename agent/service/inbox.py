@@ -130,8 +130,17 @@ def over_tls(request: Request) -> bool:
     `X-Forwarded-Proto`), or the page that posted it says so (its `Origin`, else `Referer`): behind a
     TLS proxy on another host the request itself is plain http. A cookie set then is `Secure`, so the
     browser never sends it over plain http (a link or a network attacker's `http://` to this host)."""
-    origin = request.headers.get("origin") or request.headers.get("referer") or ""
-    return request.url.scheme == "https" or urlsplit(origin).scheme == "https"
+    origin = split(request.headers.get("origin") or request.headers.get("referer") or "")
+    return request.url.scheme == "https" or (origin is not None and origin.scheme == "https")
+
+
+def split(url: str) -> SplitResult | None:
+    """`url` split into its parts; None for one that cannot be (`http://[`: an IPv6 host never closed),
+    which `urlsplit` raises ValueError for: from an `Origin` or `Referer` header, a 500 to anyone."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
 
 
 class Inbox:
@@ -355,13 +364,16 @@ def same_origin(request: Request) -> None:
     site = request.headers.get("sec-fetch-site")
     origin = request.headers.get("origin") or request.headers.get("referer")
     cross = site is not None and site not in ("same-origin", "none")
-    if cross or (origin is not None and not _this_origin(request, urlsplit(origin))):
+    if cross or (origin is not None and not _this_origin(request, split(origin))):
         raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
 
 
-def _this_origin(request: Request, origin: SplitResult) -> bool:
+def _this_origin(request: Request, origin: SplitResult | None) -> bool:
     """`origin` is this service's: its host, and https when this request is known to be (a scheme
-    the request cannot know, behind a TLS proxy on another host, is taken from the page)."""
+    the request cannot know, behind a TLS proxy on another host, is taken from the page). One that
+    cannot be read (None) is not."""
+    if origin is None:
+        return False
     downgraded = request.url.scheme == "https" and origin.scheme != "https"
     return origin.netloc == request.headers.get("host") and not downgraded
 
