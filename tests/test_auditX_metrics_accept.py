@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 from starlette.testclient import TestClient
 
 from agent.durable.runner import runner_with_telemetry
@@ -32,7 +33,7 @@ INVOICE = {
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient]:
     """A client of a service with telemetry (its `/metrics`), one run waiting."""
-    telemetry = Telemetry.from_env(environ={})
+    telemetry = Telemetry.from_env({"OTEL_SDK_DISABLED": "true"}, registry=CollectorRegistry())
     store = open_store(str(tmp_path / "runs.db"))
     runner = runner_with_telemetry(store, example_catalog(tmp_path / "worlds"), telemetry, 60)
     asyncio.run(runner.start(**INVOICE))
