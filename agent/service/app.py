@@ -60,6 +60,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import uuid
 from typing import Any
 from urllib.parse import urlencode
@@ -85,7 +86,6 @@ from agent.durable.store.base import (
     PrunedRunId,
     answerer,
     dumps,
-    filter_name,
 )
 from agent.durable.store.urls import scrub
 from agent.errors import EndstateError
@@ -105,6 +105,7 @@ from agent.service.http import (
     MAX_BODY,
     MAX_PAGE,
     PAGE_SIZE,
+    SAFE_HEADERS,
     Problem,
     StandardJSON,
     check_strings,
@@ -117,6 +118,7 @@ from agent.service.http import (
     query_of,
     read_body,
     required,
+    run_filter,
     said,
     status_of,
     waiting_page,
@@ -217,12 +219,6 @@ class HostGuard:
         await self.app(scope, receive, send)
 
 
-SAFE_HEADERS = (  # on every response that does not set its own (the inbox's pages set more)
-    (b"x-content-type-options", b"nosniff"),  # a JSON error echoing `<script>` is never read as HTML
-    (b"cache-control", b"no-store"),  # a run's data is not kept in a browser's or a proxy's cache
-)
-
-
 class SafeHeaders:
     """Add `SAFE_HEADERS` to every HTTP response (errors, the 421 of `HostGuard` and 404s too)."""
 
@@ -253,9 +249,10 @@ class ServiceApp(Starlette):
 
 
 def browsed(request: Request) -> bool:
-    """A page of the inbox a browser asked for (a GET under /inbox): its refusals are pages too."""
+    """An address of the inbox (a page, or a form a page posts: under /inbox): its refusals are pages
+    too, a form's from another origin or not a form included, never the API's JSON in a browser."""
     path = request.url.path
-    return request.method in ("GET", "HEAD") and (path == "/inbox" or path.startswith("/inbox/"))
+    return path == "/inbox" or path.startswith("/inbox/")
 
 
 class Api:
@@ -443,7 +440,8 @@ class Api:
     async def metrics(self, request: Request) -> Response:
         if self.service.metrics is None:
             raise Problem(404, "metrics are off: this service was started without telemetry")
-        body, content_type = await run_in_threadpool(self.service.metrics, request.headers.get("accept", ""))
+        accept = negotiable(request.headers.get("accept", ""))
+        body, content_type = await run_in_threadpool(self.service.metrics, accept)
         return Response(body, headers={"Content-Type": content_type})
 
     async def healthz(self, request: Request) -> Response:
@@ -509,6 +507,23 @@ def asked(request: Request) -> str:
     return f"{request.method[:20]} {request.url.path[:200]}"
 
 
+_VERSION = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}")  # a format's version: 1.0.0
+
+
+def negotiable(accept: str) -> str:
+    """A scraper's `Accept` header as `/metrics` negotiates its format from it: each `version=`
+    parameter that is not whole numbers and dots (`version=x`, `version=1.a`) dropped, so the format
+    is chosen as for none. The exposition's negotiation compared such a version with numbers: a
+    TypeError, a 500 (an error and its traceback in the log) to a request that needs no token."""
+    kinds = accept.split(",")
+    return ",".join(";".join(p for p in kind.split(";") if not _bad_version(p)) for kind in kinds)
+
+
+def _bad_version(param: str) -> bool:
+    key, _, value = param.strip().partition("=")
+    return key == "version" and not _VERSION.fullmatch(value)
+
+
 def answered_by(body: dict[str, Any]) -> str | None:
     """Who gives the answer, from the body's optional `by` (400 when it is no name)."""
     try:
@@ -570,14 +585,6 @@ def same_start(record: RunRecord, agent: str, task: str, options: dict[str, Any]
         and task_type in (None, record.task_type)
         and all(k in record.state and record.state[k] == v for k, v in state.items())
     )
-
-
-def run_filter(key: str, value: str) -> str:
-    """`GET /runs`' `agent` or `task_type` parameter, checked (`filter_name`): 400 saying what is wrong."""
-    try:
-        return filter_name(key.replace("_", " "), value)
-    except ValueError as exc:
-        raise Problem(400, f"{key}: {exc}") from None
 
 
 def overview(store: Any, status: RunStatus | None, limit: int, **only: str) -> Listing:

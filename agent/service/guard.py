@@ -12,6 +12,9 @@ of connections (idle ones, each held until its deadline) would otherwise take ev
 descriptor, and the runs in flight could then open no file, no store connection and no socket
 (while asyncio logged a traceback for each failed accept). A connection past the cap is answered
 503 at once and closed.
+
+These answers, and uvicorn's 400 for a request it cannot parse, are written here, below the app: each
+says `SAFE_HEADERS` (nosniff, no-store), as every response of the app does (`app.SafeHeaders`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ import resource
 import time
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from agent.service.http import SAFE_HEADERS
 
 log = logging.getLogger("endstate.service")
 
@@ -67,9 +73,10 @@ def _refusal() -> bytes:
     ).encode()
     head = (
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-        f"retry-after: {REFUSED_RETRY_AFTER}\r\nconnection: close\r\ncontent-length: {len(body)}\r\n\r\n"
+        f"retry-after: {REFUSED_RETRY_AFTER}\r\nconnection: close\r\ncontent-length: {len(body)}\r\n"
     )
-    return head.encode() + body
+    safe = "".join(f"{name.decode()}: {value.decode()}\r\n" for name, value in SAFE_HEADERS)
+    return (head + safe + "\r\n").encode() + body
 
 
 class HeaderDeadlineH11(H11Protocol):
@@ -133,6 +140,18 @@ class HeaderDeadlineH11(H11Protocol):
         self._write_timer = None
         log.info("cut off a client that took none of its response for %g s", self.write_timeout)
         self.transport.abort()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to a request it cannot parse (a malformed request line or header), with
+        `SAFE_HEADERS` as every other response: its body is plain text, never sniffed, never cached."""
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"), *SAFE_HEADERS]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=msg.encode("ascii", "replace")),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
 
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete

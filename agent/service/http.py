@@ -24,6 +24,7 @@ from agent.durable.store import (
     StoreError,
     UnknownRun,
 )
+from agent.durable.store.base import filter_name
 from agent.errors import ConfigError, EndstateError
 from agent.service.auth import Token
 from agent.service.visible import shown_json
@@ -38,6 +39,11 @@ PAGE_SIZE = 50  # runs per page of /pending and of the inbox
 MAX_PAGE = 500
 
 MAX_SAID = 2000  # characters of an error message a response carries (`said`)
+
+SAFE_HEADERS = (  # on every response that does not set its own (the inbox's pages set more)
+    (b"x-content-type-options", b"nosniff"),  # a JSON error echoing `<script>` is never read as HTML
+    (b"cache-control", b"no-store"),  # a run's data is not kept in a browser's or a proxy's cache
+)
 
 
 class StandardJSON(JSONResponse):
@@ -226,6 +232,15 @@ def claim(
     if segments is None:
         return runner.claim(run_id, answer, approved=approved, **named)
     return runner.claim(run_id, answer, approved=approved, segments=segments, **named)
+
+
+def run_filter(key: str, value: str) -> str:
+    """An `agent` or `task_type` parameter of a listing (`GET /runs`, `/pending`, the inbox's pages),
+    checked (`filter_name`): 400 saying what is wrong."""
+    try:
+        return filter_name(key.replace("_", " "), value)
+    except ValueError as exc:
+        raise Problem(400, f"{key}: {exc}") from None
 
 
 def int_param(text: str, low: int, high: int, name: str) -> int:

@@ -60,6 +60,7 @@ from agent.service.http import (
     notice_of,
     notice_params,
     read_body,
+    run_filter,
     said,
     status_of,
     waiting_page,
@@ -129,8 +130,17 @@ def over_tls(request: Request) -> bool:
     `X-Forwarded-Proto`), or the page that posted it says so (its `Origin`, else `Referer`): behind a
     TLS proxy on another host the request itself is plain http. A cookie set then is `Secure`, so the
     browser never sends it over plain http (a link or a network attacker's `http://` to this host)."""
-    origin = request.headers.get("origin") or request.headers.get("referer") or ""
-    return request.url.scheme == "https" or urlsplit(origin).scheme == "https"
+    origin = split(request.headers.get("origin") or request.headers.get("referer") or "")
+    return request.url.scheme == "https" or (origin is not None and origin.scheme == "https")
+
+
+def split(url: str) -> SplitResult | None:
+    """`url` split into its parts; None for one that cannot be (`http://[`: an IPv6 host never closed),
+    which `urlsplit` raises ValueError for: from an `Origin` or `Referer` header, a 500 to anyone."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
 
 
 class Inbox:
@@ -217,6 +227,7 @@ class Inbox:
 
     async def act(self, request: Request) -> Response:
         same_origin(request)
+        view = View.of(request)  # the page to go back to: one it cannot show is refused before any claim
         run_id, action = request.path_params["run_id"], request.path_params["action"]
         if not self._signed_in(request):
             posted = await written(request, FORM_BYTES) if action in ("answer", "deny") else {}
@@ -247,7 +258,7 @@ class Inbox:
         done = {"answer": "Answered", "approve": "Approved", "deny": "Denied"}[action]
         named = f" as {by}" if by else ""
         said = notice_params(self.service.token, f"{done} run {run_id}{named}; it runs again.")
-        response = RedirectResponse(View.of(request).url(page=None, **said), 303)
+        response = RedirectResponse(view.url(page=None, **said), 303)
         if by:
             remember(response, request, by)
         return response
@@ -353,13 +364,16 @@ def same_origin(request: Request) -> None:
     site = request.headers.get("sec-fetch-site")
     origin = request.headers.get("origin") or request.headers.get("referer")
     cross = site is not None and site not in ("same-origin", "none")
-    if cross or (origin is not None and not _this_origin(request, urlsplit(origin))):
+    if cross or (origin is not None and not _this_origin(request, split(origin))):
         raise Problem(403, "cross-site form posts are refused: use the inbox page itself")
 
 
-def _this_origin(request: Request, origin: SplitResult) -> bool:
+def _this_origin(request: Request, origin: SplitResult | None) -> bool:
     """`origin` is this service's: its host, and https when this request is known to be (a scheme
-    the request cannot know, behind a TLS proxy on another host, is taken from the page)."""
+    the request cannot know, behind a TLS proxy on another host, is taken from the page). One that
+    cannot be read (None) is not."""
+    if origin is None:
+        return False
     downgraded = request.url.scheme == "https" and origin.scheme != "https"
     return origin.netloc == request.headers.get("host") and not downgraded
 
@@ -425,7 +439,8 @@ class View:
         q = request.query_params
         number = int_param(q.get("page", "1"), 1, 10**6, "page")
         refresh = q.get("refresh") != "off"
-        return cls(q.get("agent") or None, q.get("task_type") or None, number, refresh, path)
+        agent, task_type = (run_filter(k, v) if (v := q.get(k)) else None for k in ("agent", "task_type"))
+        return cls(agent, task_type, number, refresh, path)
 
     def url(self, path: str | None = None, /, **changes: Any) -> str:
         """This view's address (or `path`'s) with `changes` (a None drops a parameter); page 1 and
