@@ -62,6 +62,9 @@ READY = (
 # a local activity: whether one of the run's activities has started on a worker, and when
 # (`_remote.QUEUE_NOT_COUNTED`)
 CALL_STATE = "endstate.call-state"
+# a local activity: the `continue_after_events` of the worker that begins an execution, kept in its
+# history (`workflow.BOUND_RECORDED`)
+CONTINUE_AFTER = "endstate.continue-after"
 
 # the key under which the model, tool and verify activities say how long they ran on their worker, in seconds
 # (`_remote.WORKER_TIME`)

@@ -100,6 +100,15 @@ READS_MAKE_ROOM = "endstate-reads-make-room-for-a-reply"
 # execution's history, not all of it, and the run is not stopped `history_too_large`. A run about to wait
 # for a person hands over first when past the bound. Runs started before never continue as new.
 CONTINUE_AS_NEW = "endstate-continue-as-new-past-a-bound"
+# Where a run hands over is read from its history, not from the worker that replays it: the execution asks
+# its worker's `continue_after_events` once, as it begins, in a local activity (`_wire.CONTINUE_AFTER`) whose
+# answer its history keeps. Workers of one task queue may not share the setting (a deploy that lowers it, or
+# sets one where it was None; a Replayer, which has the default): a worker of a lower bound that took up an
+# execution past it replayed a hand-over its history lacked (nondeterminism: the task failed on every such
+# worker, the run never went on). An execution keeps the bound it began with; the next one takes its
+# worker's. Executions begun before read the bound of whichever worker replays them, as they did.
+BOUND_RECORDED = "endstate-continue-after-recorded"
+BOUND_TIMEOUT = timedelta(seconds=10)
 # A hand-over whose start (the snapshot, mostly) is over a payload carries the snapshot compressed when that
 # fits (`_wire.PACKED`): such a run stayed in its execution, its history growing to `history_too_large`.
 # Runs started before went on in their execution, as they did.
@@ -186,6 +195,21 @@ class CancelRequested:
         return info.get_current_history_size() > 2 * self.carried and info.is_continue_as_new_suggested()
 
 
+async def _continue_after() -> int | None:
+    """The history events past which this execution hands the run over (None: never), as the worker that
+    began it said (`BOUND_RECORDED`)."""
+    queue = workflow.info().task_queue
+    if not workflow.patched(BOUND_RECORDED):  # an execution begun before: this worker's, as it was
+        return lookup(queue).continue_after_events
+    bound: int | None = await workflow.execute_local_activity(
+        w.CONTINUE_AFTER,
+        {"task_queue": queue},
+        start_to_close_timeout=BOUND_TIMEOUT,
+        retry_policy=TemporalRetry(maximum_attempts=3),
+    )
+    return bound
+
+
 Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
 
 
@@ -256,8 +280,8 @@ class EndstateRun:
     async def _segments_of(self, agent: Agent, run: dict[str, Any]) -> RunResult:
         """The run's segments in this execution, until one ends it (or it continues as new)."""
         if workflow.patched(CONTINUE_AS_NEW):
-            self._cancel.bound = lookup(workflow.info().task_queue).continue_after_events
             self._cancel.carried = workflow.info().get_current_history_size()
+            self._cancel.bound = await _continue_after()
         result = await self._first_segment(agent, run)
         while True:
             if self._cancel.handed:  # paused at a turn boundary, past the bound
