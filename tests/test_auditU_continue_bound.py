@@ -11,6 +11,8 @@ default did not replay under `temporalio.worker.Replayer` either.
 from __future__ import annotations
 
 import asyncio
+import gzip
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,9 @@ from test_probe39a_continue_as_new import executions
 from test_temporal import queue, state, temporal  # noqa: F401  (temporal: the server fixture)
 
 from agent.result import RunResult, StopReason
-from agent.temporal import TemporalRuns
+from agent.temporal import TemporalRuns, _registry
+from agent.temporal import workflow as run_workflow
+from agent.temporal._registry import WorkerSetup
 from agent.temporal.worker import workflow_runner
 from agent.temporal.workflow import EndstateRun
 
@@ -110,3 +114,27 @@ def test_a_run_handed_over_at_a_worker_bound_replays_under_a_replayer(
     assert result.reason is StopReason.SUCCESS, result.note
     assert len(histories) >= 2  # it continued as new
     assert replay_failures(histories) == []  # a replayer has no worker's setting: the default, 10,000
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "temporal_v15_before_continue_after_recorded_histories.json.gz"
+
+
+def recorded_before() -> dict[str, WorkflowHistory]:
+    """A 30-count run of the code before `BOUND_RECORDED` (main at 1b6877b) on a worker of
+    `continue_after_events=60`: its `first` execution and the one it `handed` over to, each of which
+    continued as new at that bound."""
+    histories = json.loads(gzip.decompress(FIXTURE.read_bytes()))
+    return {kind: WorkflowHistory.from_json(kind, text) for kind, text in histories.items()}
+
+
+@pytest.mark.parametrize("kind", ["first", "handed"])
+def test_an_execution_begun_before_the_bound_was_recorded_replays_on_a_worker_of_its_bound(
+    kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_registry, "_DEFAULT", WorkerSetup(continue_after_events=LOW))  # a replayer's setup
+    assert replay_failures([recorded_before()[kind]]) == []
+    patched = run_workflow.workflow.patched
+    monkeypatch.setattr(  # without the gate it would ask for a bound its history never recorded
+        run_workflow.workflow, "patched", lambda p: p == run_workflow.BOUND_RECORDED or patched(p)
+    )
+    assert "Nondeterminism" in replay_failures([recorded_before()[kind]])[0]
