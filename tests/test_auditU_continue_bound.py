@@ -22,7 +22,7 @@ from temporal_server import TemporalServer, serving
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 from test_probe39a_continue_as_new import executions
-from test_temporal import queue, state, temporal  # noqa: F401  (temporal: the server fixture)
+from test_temporal import calls_log, queue, state, temporal, wait_for_line  # noqa: F401  (temporal: the server fixture)
 
 from agent.result import RunResult, StopReason
 from agent.temporal import TemporalRuns, _registry
@@ -116,11 +116,11 @@ def test_a_run_handed_over_at_a_worker_bound_replays_under_a_replayer(
     assert replay_failures(histories) == []  # a replayer has no worker's setting: the default, 10,000
 
 
-FIXTURE = Path(__file__).parent / "fixtures" / "temporal_v15_before_continue_after_recorded_histories.json.gz"
+FIXTURE = Path(__file__).parent / "fixtures" / "temporal_v15_before_worker_setup_recorded_histories.json.gz"
 
 
 def recorded_before() -> dict[str, WorkflowHistory]:
-    """A 30-count run of the code before `BOUND_RECORDED` (main at 1b6877b) on a worker of
+    """A 30-count run of the code before `SETUP_RECORDED` (main at 1b6877b) on a worker of
     `continue_after_events=60`: its `first` execution and the one it `handed` over to, each of which
     continued as new at that bound."""
     histories = json.loads(gzip.decompress(FIXTURE.read_bytes()))
@@ -135,6 +135,33 @@ def test_an_execution_begun_before_the_bound_was_recorded_replays_on_a_worker_of
     assert replay_failures([recorded_before()[kind]]) == []
     patched = run_workflow.workflow.patched
     monkeypatch.setattr(  # without the gate it would ask for a bound its history never recorded
-        run_workflow.workflow, "patched", lambda p: p == run_workflow.BOUND_RECORDED or patched(p)
+        run_workflow.workflow, "patched", lambda p: p == run_workflow.SETUP_RECORDED or patched(p)
     )
     assert "Nondeterminism" in replay_failures([recorded_before()[kind]])[0]
+
+
+def test_a_run_cancelled_mid_turn_replays_on_a_worker_that_waits_for_no_turn(
+    temporal: TemporalServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cancel waits for the turn in flight with a timer of the worker's `cancel_grace`; a worker of
+    `cancel_grace=0` waits with none. Replayed there, the history's timer was a nondeterminism error."""
+    hold = tmp_path / "hold.flag"  # count(2) waits until the cancel was asked for
+    hold.write_text("hold")
+
+    async def scenario() -> tuple[RunResult, WorkflowHistory]:
+        held = state(tmp_path, "slow", max_turns=10, hold=str(hold), hold_at=2)
+        async with serving(temporal, temporal_agents.catalog(), queue(), cancel_grace=30.0, **SLOW) as runs:
+            run_id = await runs.start("counter", "count", state=held, wait=False)
+            assert isinstance(run_id, str)
+            await wait_for_line(tmp_path, run_id, "start 2")
+            await runs.cancel(run_id)
+            hold.unlink()
+            return await runs.result(run_id), await runs.client.get_workflow_handle(run_id).fetch_history()
+
+    result, history = asyncio.run(scenario())
+    assert result.reason is StopReason.CANCELLED and result.turns == 2, result.note
+    assert "end 2" in calls_log(tmp_path, result.run_id)  # the turn in flight ended: its timer was set
+    monkeypatch.setattr(_registry, "_DEFAULT", WorkerSetup(cancel_grace=0.0))
+    assert replay_failures([history]) == []

@@ -93,7 +93,7 @@ class EndstateActivities:
             self.cleanup,
             self.ready,
             call_state,
-            continue_after,
+            worker_setup,
         ]
 
     @activity.defn(name=w.PREPARE)
@@ -733,11 +733,13 @@ async def call_state(ask: dict[str, Any]) -> dict[str, Any]:
     return {"pending": False}
 
 
-@activity.defn(name=w.CONTINUE_AFTER)
-async def continue_after(ask: dict[str, Any]) -> int | None:
-    """This worker's `continue_after_events` for the runs of `ask["task_queue"]` (None: never). A local
-    activity, so that the execution that asks keeps the answer in its history (`workflow.BOUND_RECORDED`)."""
-    return _registry.lookup(ask["task_queue"]).continue_after_events
+@activity.defn(name=w.WORKER_SETUP)
+async def worker_setup(ask: dict[str, Any]) -> dict[str, Any]:
+    """This worker's settings for the runs of `ask["task_queue"]` that change what commands a run makes
+    (`_wire.RECORDED_SETUP`). A local activity, so that the execution that asks keeps the answer in its
+    history (`workflow.SETUP_RECORDED`)."""
+    setup = _registry.lookup(ask["task_queue"])
+    return {name: getattr(setup, name) for name in w.RECORDED_SETUP}
 
 
 PREPARE_HEADROOM = 5.0  # seconds kept short of the activity's start-to-close timeout: the worker says why
