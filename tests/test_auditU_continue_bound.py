@@ -5,7 +5,8 @@ deploy that lowers it (or sets one where it was None), or a Replayer with the de
 person past the new bound, taken up by a worker of the new setting, was replayed as handing over where
 its history went on: a nondeterminism error, its workflow task failed again on every worker of that
 setting, and the answer was never taken (the run lost). A history handed over at a bound other than the
-default did not replay under `temporalio.worker.Replayer` either.
+default did not replay under `temporalio.worker.Replayer` either. Likewise a run cancelled mid-turn (a
+timer of the worker's `cancel_grace`) did not replay on a worker of `cancel_grace=0` (no timer).
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ def recorded_before() -> dict[str, WorkflowHistory]:
 
 
 @pytest.mark.parametrize("kind", ["first", "handed"])
-def test_an_execution_begun_before_the_bound_was_recorded_replays_on_a_worker_of_its_bound(
+def test_an_execution_begun_before_the_setup_was_recorded_replays_on_a_worker_of_its_bound(
     kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_registry, "_DEFAULT", WorkerSetup(continue_after_events=LOW))  # a replayer's setup
