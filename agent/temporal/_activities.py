@@ -36,6 +36,7 @@ from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.journal import Journal, Result
 from agent.models.base import ModelReply, recording_cut_calls
+from agent.temporal import _registry
 from agent.temporal import _wire as w
 from agent.temporal._attempts import Attempts
 from agent.tools import UNKNOWN_TOOL, execute, plain_error, said_soon
@@ -92,6 +93,7 @@ class EndstateActivities:
             self.cleanup,
             self.ready,
             call_state,
+            worker_setup,
         ]
 
     @activity.defn(name=w.PREPARE)
@@ -729,6 +731,15 @@ async def call_state(ask: dict[str, Any]) -> dict[str, Any]:
             started = pending.last_started_time.ToDatetime(tzinfo=UTC).timestamp() if began else None
             return {"pending": True, "attempt": pending.attempt, "started": started}
     return {"pending": False}
+
+
+@activity.defn(name=w.WORKER_SETUP)
+async def worker_setup(ask: dict[str, Any]) -> dict[str, Any]:
+    """This worker's settings for the runs of `ask["task_queue"]` that change what commands a run makes
+    (`_wire.RECORDED_SETUP`). A local activity, so that the execution that asks keeps the answer in its
+    history (`workflow.SETUP_RECORDED`)."""
+    setup = _registry.lookup(ask["task_queue"])
+    return {name: getattr(setup, name) for name in w.RECORDED_SETUP}
 
 
 PREPARE_HEADROOM = 5.0  # seconds kept short of the activity's start-to-close timeout: the worker says why

@@ -62,6 +62,10 @@ READY = (
 # a local activity: whether one of the run's activities has started on a worker, and when
 # (`_remote.QUEUE_NOT_COUNTED`)
 CALL_STATE = "endstate.call-state"
+# a local activity: the settings of the worker that begins an execution that change what commands it makes
+# (`RECORDED_SETUP`), kept in its history (`workflow.SETUP_RECORDED`)
+WORKER_SETUP = "endstate.worker-setup"
+RECORDED_SETUP = ("continue_after_events", "cancel_grace", "cut_grace")
 
 # the key under which the model, tool and verify activities say how long they ran on their worker, in seconds
 # (`_remote.WORKER_TIME`)

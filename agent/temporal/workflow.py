@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from agent.result import RunResult, StopReason
     from agent.snapshot import Snapshot, SnapshotKind
     from agent.temporal import _wire as w
-    from agent.temporal._registry import lookup
+    from agent.temporal._registry import WorkerSetup, lookup
     from agent.temporal._remote import (
         CATALOG_CANCEL,
         ReplaySafeHooks,
@@ -100,6 +100,17 @@ READS_MAKE_ROOM = "endstate-reads-make-room-for-a-reply"
 # execution's history, not all of it, and the run is not stopped `history_too_large`. A run about to wait
 # for a person hands over first when past the bound. Runs started before never continue as new.
 CONTINUE_AS_NEW = "endstate-continue-as-new-past-a-bound"
+# The worker settings that change what commands a run makes are read from its history, not from the
+# worker that replays it: where it hands over (`continue_after_events`), and whether a cancelled turn, or
+# a cut model call, is waited for with a timer (`cancel_grace`, `cut_grace`: 0 waits for none). The
+# execution asks its worker once, as it begins, in a local activity (`_wire.WORKER_SETUP`) whose answer
+# its history keeps. Workers of one task queue may not share them (a deploy that lowers the bound, or sets
+# one where it was None; a Replayer, which has the defaults): a worker of a lower bound that took up an
+# execution past it replayed a hand-over its history lacked (nondeterminism: the task failed on every
+# such worker, the run never went on). An execution keeps the settings it began with; the next one takes
+# its worker's. Executions begun before read the settings of whichever worker replays them, as they did.
+SETUP_RECORDED = "endstate-worker-setup-recorded"
+SETUP_TIMEOUT = timedelta(seconds=10)
 # A hand-over whose start (the snapshot, mostly) is over a payload carries the snapshot compressed when that
 # fits (`_wire.PACKED`): such a run stayed in its execution, its history growing to `history_too_large`.
 # Runs started before went on in their execution, as they did.
@@ -186,6 +197,22 @@ class CancelRequested:
         return info.get_current_history_size() > 2 * self.carried and info.is_continue_as_new_suggested()
 
 
+async def _worker_setup() -> WorkerSetup:
+    """This worker's setup, with the settings that change the run's commands as the worker that began this
+    execution gave them (`SETUP_RECORDED`)."""
+    queue = workflow.info().task_queue
+    setup = lookup(queue)
+    if not workflow.patched(SETUP_RECORDED):  # an execution begun before: this worker's, as it was
+        return setup
+    recorded: dict[str, Any] = await workflow.execute_local_activity(
+        w.WORKER_SETUP,
+        {"task_queue": queue},
+        start_to_close_timeout=SETUP_TIMEOUT,
+        retry_policy=TemporalRetry(maximum_attempts=3),
+    )
+    return dataclasses.replace(setup, **{k: v for k, v in recorded.items() if k in w.RECORDED_SETUP})
+
+
 Segment = Callable[[CancelSignal | None], Coroutine[Any, Any, RunResult]]
 
 
@@ -209,6 +236,7 @@ class EndstateRun:
         self._next_read = 0
         self._moved: int | None = None  # handing over: this execution's segments the next one does not repeat
         self._end: str | None = None  # an operator's note, once `end` was taken (the run waited)
+        self._setup = WorkerSetup()  # this execution's (see `SETUP_RECORDED`), once it is read
 
     @workflow.run
     async def run(self, given: RawValue = NO_INPUT) -> dict[str, Any]:
@@ -241,7 +269,8 @@ class EndstateRun:
         )
         ref.check_cancel, ref.cancelled = check_cancel, bool(run.pop("cancel", False))
         self._ref = self._cancel.ref = ref
-        agent = workflow_agent(run["plan"], ref, lookup(workflow.info().task_queue))
+        self._setup = await _worker_setup()
+        agent = workflow_agent(run["plan"], ref, self._setup)
         handed = bool(run.pop("handed", False))  # a hand-over's execution: no resume to check
         resumed = "plan" in start and not handed and workflow.patched(RESUME_CHECKED)  # see `RESUME_CHECKED`
         if resumed and (problem := await self._unready(_resumed_state(run))):
@@ -256,8 +285,8 @@ class EndstateRun:
     async def _segments_of(self, agent: Agent, run: dict[str, Any]) -> RunResult:
         """The run's segments in this execution, until one ends it (or it continues as new)."""
         if workflow.patched(CONTINUE_AS_NEW):
-            self._cancel.bound = lookup(workflow.info().task_queue).continue_after_events
             self._cancel.carried = workflow.info().get_current_history_size()
+            self._cancel.bound = self._setup.continue_after_events
         result = await self._first_segment(agent, run)
         while True:
             if self._cancel.handed:  # paused at a turn boundary, past the bound
@@ -354,7 +383,7 @@ class EndstateRun:
         except asyncio.CancelledError:
             self._cancel.requested = True  # the loop stops before its next turn
         try:
-            await workflow.wait_condition(task.done, timeout=lookup(workflow.info().task_queue).cancel_grace)
+            await workflow.wait_condition(task.done, timeout=self._setup.cancel_grace)
         except TimeoutError:
             if self._ref is not None:
                 self._ref.cut = True  # a call's answer that comes now is not taken
