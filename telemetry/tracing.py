@@ -106,6 +106,7 @@ _EVENT_KEYS = frozenset(
 
 MAX_FAILURE_CHARS = 500  # per verifier failure on the verify event
 MAX_SHAPES = 1024  # (agent, task type, provider, model) whose span names and attributes are kept
+MAX_TOOL_NAME_CHARS = 64  # a made-up tool name longer than this is "other"
 _NAME = re.compile(r"[A-Za-z0-9_.:\-]{1,64}")  # what an error type may look like
 
 
@@ -409,8 +410,8 @@ class _RunTrace(RunObserver):
                 self._emit(stale, {n.ERROR_TYPE: n.ERROR_INTERRUPTED})
             attributes: dict[str, Any] = {
                 n.GEN_AI_OPERATION_NAME: n.OP_EXECUTE_TOOL,
-                n.GEN_AI_TOOL_NAME: utf8_text(call.name),
-                n.GEN_AI_TOOL_CALL_ID: call.id,
+                n.GEN_AI_TOOL_NAME: self._tool_name(call.name),
+                n.GEN_AI_TOOL_CALL_ID: shown_id(call.id),
             }
             if self._capture:
                 attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = _content.value_json(call.arguments, self._redact)
@@ -418,6 +419,16 @@ class _RunTrace(RunObserver):
             self._tools[call.id] = _Call(name, time.time_ns(), attributes)
         except BaseException:
             hook_failed("tool_started (spans)")
+
+    def _tool_name(self, name: str) -> str:
+        """A called tool's name as its span shows it: a configured tool's as it is; a name the model made
+        up (or a foreign framework's) only when it looks like a name once redacted, else "other". The model
+        chooses it: with content capture off, a secret or 10 kB of text in it must not name a span."""
+        if name in self._info.tools:
+            return utf8_text(name)
+        shown = utf8_text(self._redact(name[: 4 * MAX_TOOL_NAME_CHARS]))
+        looks_like_a_name = len(shown) <= MAX_TOOL_NAME_CHARS and shown.isprintable() and " " not in shown
+        return shown if shown and looks_like_a_name else n.TOOL_OTHER
 
     def tool_ended(self, call: ToolCall, outcome: ToolOutcome) -> None:
         try:
@@ -725,7 +736,7 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
     attributes[n.GEN_AI_USAGE_OUTPUT_TOKENS] = reply.output_tokens
     attributes[n.GEN_AI_RESPONSE_FINISH_REASONS] = (reply.stop_reason,)
     if reply.model:
-        attributes[n.GEN_AI_RESPONSE_MODEL] = reply.model
+        attributes[n.GEN_AI_RESPONSE_MODEL] = utf8_text(reply.model)  # a server's: OTLP must encode it
     if reply.response_id:  # ids from outside, bounded and escaped (`shown_id`)
         attributes[n.GEN_AI_RESPONSE_ID] = shown_id(reply.response_id)
     if reply.request_id:
