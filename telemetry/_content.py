@@ -9,7 +9,7 @@ or a PDF a tool returned is a placeholder (media type and size), never its data.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 from telemetry.redact import redact_fields
@@ -21,19 +21,87 @@ MAX_JSON_CHARS = 64_000  # the oldest messages are left out past this
 
 def messages_json(messages: Sequence[dict[str, Any]], redact: Redact) -> str:
     """`gen_ai.input.messages`: the history, newest kept when it is too long (the newest always).
+    Each message is converted and redacted afresh: a run's spans use a `HistoryJson` of their own,
+    which converts each message once."""
+    return HistoryJson(redact)(messages)
+
+
+class HistoryJson:
+    """`messages_json` for one run's model calls, each message converted and redacted once.
 
     Messages are converted newest first, only until MAX_JSON_CHARS is reached: converting and
     redacting the whole history at every model call made each turn of a long run slower than the
-    last (100 turns of 20 kB results: 0.5 s a turn)."""
-    kept: list[str] = []
-    size = 2  # the brackets
-    for m in reversed(messages):
-        text = json.dumps(_message(m.get("role", "user"), m.get("content"), redact))
-        size += len(text) + 2  # and its separator
-        if kept and size > MAX_JSON_CHARS:
-            break
-        kept.append(text)
-    return "[" + ", ".join(reversed(kept)) + "]"
+    last (100 turns of 20 kB results: 0.5 s a turn). Within that window each call converted every
+    message again (some 700 redactions a call in a run of short tool results: 20 ms a turn at 2,000
+    turns): a message's JSON is kept, by its content, for as long as the window still shows it (the
+    messages the last call wrote: at most about MAX_JSON_CHARS of JSON). A message holding anything
+    but JSON-like values (dict, list, tuple, str, int, float, bool, None) is converted every time."""
+
+    def __init__(self, redact: Redact) -> None:
+        self._redact = redact
+        self._kept: dict[Hashable, str] = {}  # a message's content (`_key`) -> its JSON
+
+    def __call__(self, messages: Sequence[dict[str, Any]]) -> str:
+        kept, used = self._kept, dict[Hashable, str]()
+        shown: list[str] = []
+        size = 2  # the brackets
+        for m in reversed(messages):
+            key = _key(m)
+            text = kept.get(key) if key is not None else None
+            if text is None:
+                text = json.dumps(_message(m.get("role", "user"), m.get("content"), self._redact))
+            if key is not None:
+                used[key] = text
+            size += len(text) + 2  # and its separator
+            if shown and size > MAX_JSON_CHARS:
+                break
+            shown.append(text)
+        self._kept = used  # what the window no longer shows is let go
+        return "[" + ", ".join(reversed(shown)) + "]"
+
+
+_LEAVES = (str, int, float, bool, type(None))
+_MAX_KEY_DEPTH = 64  # a message nested deeper is converted every time
+
+
+def _key(value: Any, depth: int = 0) -> Hashable | None:
+    """`value` as a hashable key that is equal only for values written as the same JSON (each leaf
+    with its type: `1`, `1.0` and `True` are equal in Python; a float by its `repr`: `-0.0` equals
+    `0.0`), or None for a value holding anything else (whose `str` or equality could be anything)
+    or nested deeper than _MAX_KEY_DEPTH. A string is its own key (it keeps its hash: the
+    journal's texts are hashed once, however long)."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if depth > _MAX_KEY_DEPTH:
+        return None
+    if kind is dict:
+        return _dict_key(value, depth + 1)
+    if kind is list or kind is tuple:
+        return _items_key(kind, value, depth + 1)
+    if kind is float:
+        return (float, repr(value))
+    return (kind, value) if kind in _LEAVES else None
+
+
+def _dict_key(value: dict[Any, Any], depth: int) -> Hashable | None:
+    items = []
+    for k, v in value.items():  # most keys and values are strings: no call for them
+        kk = k if type(k) is str else _key(k, depth)
+        vk = v if type(v) is str else _key(v, depth)
+        if kk is None or vk is None:
+            return None
+        items.append((kk, vk))
+    return (dict, tuple(items))
+
+
+def _items_key(kind: type, value: Sequence[Any], depth: int) -> Hashable | None:
+    items = []
+    for v in value:
+        if (vk := v if type(v) is str else _key(v, depth)) is None:
+            return None
+        items.append(vk)
+    return (kind, tuple(items))
 
 
 def output_json(content: Sequence[dict[str, Any]], finish_reason: str, redact: Redact) -> str:

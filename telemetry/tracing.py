@@ -251,6 +251,7 @@ class _RunTrace(RunObserver):
     ) -> None:
         self._spans, self._info = spans, info
         self._redact, self._capture = redact, capture
+        self._history = _content.HistoryJson(redact)  # converts each message of the run once
         self._events = events
         self._shape, self._planned = shape, planned
         self._run_events: list[tuple[str, dict[str, Any], int]] = []  # a planned span's, until it is made
@@ -360,7 +361,7 @@ class _RunTrace(RunObserver):
             attributes[n.AGENT_ATTEMPT] = attempt
             content = None
             if self._capture or self._events is not None:
-                content = {n.GEN_AI_INPUT_MESSAGES: _content.messages_json(request.messages, self._redact)}
+                content = {n.GEN_AI_INPUT_MESSAGES: self._history(request.messages)}
                 if request.system:
                     content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
                 if self._capture:
