@@ -27,7 +27,7 @@ from agent.models.scripted import ScriptedModel, call, finish
 from agent.result import RunResult
 from agent.temporal import TemporalRuns, build_worker
 from agent.temporal import _wire as w
-from agent.temporal._activities import call_state
+from agent.temporal._activities import call_state, worker_setup
 from agent.temporal.worker import OneInput, workflow_runner
 from agent.temporal.workflow import EndstateRun
 
@@ -99,7 +99,7 @@ async def _queued_past_the_budget(temporal: TemporalServer, state_of: Any) -> tu
         apart.client,
         task_queue=runs.task_queue,
         workflows=[EndstateRun],
-        activities=[state_of],
+        activities=[state_of, worker_setup],  # the local activities a workflow worker runs
         no_remote_activities=True,
         workflow_runner=workflow_runner(),
         interceptors=[OneInput()],

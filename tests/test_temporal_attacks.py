@@ -707,7 +707,7 @@ async def split_workers(
     from temporalio.worker import Worker
 
     from agent.temporal import _registry
-    from agent.temporal._activities import EndstateActivities
+    from agent.temporal._activities import EndstateActivities, worker_setup
     from agent.temporal.worker import ensure_search_attributes, workflow_runner
     from agent.temporal.workflow import EndstateRun
 
@@ -719,8 +719,13 @@ async def split_workers(
     tasks = [Worker(runs.client, task_queue=q, activities=acts) for q in (queue, f"{queue}@own")]
 
     def workflows() -> Worker:
-        return Worker(
-            runs.client, task_queue=queue, workflows=[EndstateRun], workflow_runner=workflow_runner()
+        return Worker(  # with the local activity each execution asks its worker's setup with
+            runs.client,
+            task_queue=queue,
+            workflows=[EndstateRun],
+            activities=[worker_setup],
+            no_remote_activities=True,  # its activities are local: the queue's activity workers run the rest
+            workflow_runner=workflow_runner(),
         )
 
     async with tasks[0], tasks[1]:
