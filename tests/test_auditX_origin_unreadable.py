@@ -8,25 +8,12 @@ origin that is not this service's: refused as a cross-site post, nothing read or
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from starlette.testclient import TestClient
+from test_auditX_inbox_addresses import TOKEN, served  # noqa: F401  a signed-in client, one run waiting
 
 from agent.durable.runner import Runner
-from agent.durable.store import open_store
-from agent.examples.scenarios import example_catalog
-from agent.service.app import Service, create_app
-from agent.service.auth import COOKIE, Token
 
-TOKEN = "test-token-0123456789abcdef"
-INVOICE = {
-    "agent": "invoice-downloader",
-    "task": "Get the invoice",
-    "state": {"scenario": "invoice/which-one"},
-}
 PATHS = [
     "/inbox/login",
     "/inbox/logout",
@@ -36,30 +23,15 @@ PATHS = [
 ]
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[TestClient, Runner]]:
-    """A signed-in client of a service over a SQLite store holding one run waiting for an answer."""
-    store = open_store(str(tmp_path / "runs.db"))
-    runner = Runner(store, example_catalog(tmp_path / "worlds"))
-    asyncio.run(runner.start(**INVOICE))
-    service = Service(runner, Token(TOKEN), sweep_interval=3600)
-    client = TestClient(create_app(service), base_url="http://127.0.0.1:8000", raise_server_exceptions=False)
-    client.cookies.set(COOKIE, Token(TOKEN).cookie_value)
-    try:
-        with client:
-            yield client, runner
-    finally:
-        runner.catalog.close()
-        store.close()
-
-
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize(
     "sent",
     [{"Origin": "http://["}, {"Origin": "http://[::1"}, {"Referer": "http://[127.0.0.1:8000/inbox"}],
 )
 def test_an_origin_that_cannot_be_read_is_refused_as_cross_site(
-    served: tuple[TestClient, Runner], path: str, sent: dict[str, str]
+    served: tuple[TestClient, Runner],  # noqa: F811
+    path: str,
+    sent: dict[str, str],
 ) -> None:
     client, runner = served
     [run] = runner.store.list_runs(None, 10)
@@ -72,7 +44,9 @@ def test_an_origin_that_cannot_be_read_is_refused_as_cross_site(
     assert (str(now.status), now.segments) == ("waiting", run.segments)
 
 
-def test_a_readable_origin_of_this_service_is_still_taken(served: tuple[TestClient, Runner]) -> None:
+def test_a_readable_origin_of_this_service_is_still_taken(
+    served: tuple[TestClient, Runner],  # noqa: F811
+) -> None:
     client, _ = served
     for sent in ({"Origin": "http://127.0.0.1:8000"}, {"Referer": "http://127.0.0.1:8000/inbox?page=1"}):
         headers = {**sent, "Content-Type": "application/x-www-form-urlencoded"}
