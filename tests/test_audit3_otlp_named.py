@@ -7,37 +7,19 @@ library still records nothing, and the CLI still writes its offline file."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
-import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 from prometheus_client import CollectorRegistry
+from test_telemetry_export import Setenv, setenv  # noqa: F401  OTEL_* set where the SDK reads them
 
 from telemetry import Telemetry
 from telemetry.export import FanOutExporter, JsonLinesExporter
 from telemetry.setup import exporter_from_env, with_offline_default
 
-Setenv = Callable[[dict[str, str]], dict[str, str]]
 
-
-@pytest.fixture
-def setenv(monkeypatch: pytest.MonkeyPatch) -> Setenv:
-    """Sets OTEL_* variables in the process environment, where the SDK reads them; no others."""
-    for name in list(os.environ):
-        if name.startswith(("OTEL_", "ENDSTATE_TRACES")):
-            monkeypatch.delenv(name)
-
-    def set_all(env: dict[str, str]) -> dict[str, str]:
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        return dict(os.environ)
-
-    return set_all
-
-
-def test_otlp_named_without_an_endpoint_sends_to_the_default_one(setenv: Setenv) -> None:
+def test_otlp_named_without_an_endpoint_sends_to_the_default_one(setenv: Setenv) -> None:  # noqa: F811
     http = exporter_from_env(with_offline_default(setenv({"OTEL_TRACES_EXPORTER": "otlp"}), "t.jsonl"))
     assert isinstance(http, HttpExporter) and http._endpoint == "http://localhost:4318/v1/traces"
     http.shutdown()
@@ -46,14 +28,14 @@ def test_otlp_named_without_an_endpoint_sends_to_the_default_one(setenv: Setenv)
     grpc.shutdown()
 
 
-def test_otlp_listed_beside_console_is_not_dropped(setenv: Setenv) -> None:
+def test_otlp_listed_beside_console_is_not_dropped(setenv: Setenv) -> None:  # noqa: F811
     both = exporter_from_env(setenv({"OTEL_TRACES_EXPORTER": "otlp,console"}))
     assert isinstance(both, FanOutExporter)
     assert [type(e) for e in both.exporters] == [HttpExporter, ConsoleSpanExporter]
     both.shutdown()
 
 
-def test_nothing_named_still_records_nothing_and_the_cli_still_writes_its_file(setenv: Setenv) -> None:
+def test_nothing_named_still_records_nothing_and_the_cli_still_writes_its_file(setenv: Setenv) -> None:  # noqa: F811
     telemetry = Telemetry.from_env(setenv({}), registry=CollectorRegistry())
     assert telemetry.spans is None
     offline = exporter_from_env(with_offline_default(setenv({}), os.devnull))

@@ -41,7 +41,7 @@ Setenv = Callable[[dict[str, str]], dict[str, str]]
 def setenv(monkeypatch: pytest.MonkeyPatch) -> Setenv:
     """Sets OTEL_* variables in the process environment, where the SDK reads them; no others."""
     for name in list(os.environ):
-        if name.startswith("OTEL_"):
+        if name.startswith(("OTEL_", "ENDSTATE_TRACES")):
             monkeypatch.delenv(name)
 
     def set_all(env: dict[str, str]) -> dict[str, str]:
