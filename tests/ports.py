@@ -65,23 +65,25 @@ def refused_port() -> int:
 def held_by(pid: int, port: int) -> bool:
     """Whether process `pid` listens on TCP `port` (Linux's /proc): an answer on the port may come
     from another process that took it first, while `pid` is about to exit for want of it."""
-    listening = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    return port in listening_ports(pid)
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports process `pid` listens on (Linux's /proc); empty once it has gone."""
+    inodes = set()
     for fd in _fds(pid):
         with contextlib.suppress(OSError):  # closed since listed
-            if os.readlink(fd) in listening:
-                return True
-    return False
-
-
-def _listening_inodes(port: int) -> set[str]:
-    inodes = set()
+            link = os.readlink(fd)
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:[") : -1])
+    ports = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):
             for line in Path(table).read_text().splitlines()[1:]:
                 fields = line.split()  # sl local_address rem_address st ... inode
-                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
-                    inodes.add(fields[9])
-    return inodes
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
 
 
 def _fds(pid: int) -> list[Path]:
