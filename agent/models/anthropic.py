@@ -2704,14 +2704,27 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
 
 
-def _broke_off(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
-    """A stream that began and then failed (its connection broke or stalled): worth a retry. Its
-    `headers`, when it had any, give the request id to quote."""
+def _broke_off(exc: BaseException, headers: Mapping[str, str] | None = None) -> ModelError:
+    """A stream that began and then failed (its connection broke or stalled): worth a retry, unless its
+    `headers` say `x-should-retry: false` (`_told_not_to_retry`). Its `headers`, when it had any, give
+    the request id to quote."""
     timed_out = isinstance(exc, httpx2.TimeoutException | anthropic.APITimeoutError)
-    return TransientModelError(
-        f"Anthropic API: the stream broke off: {exc!r}{_request_id(headers)}",
-        error_type="timeout" if timed_out else "connection",
-    )
+    text = f"Anthropic API: the stream broke off: {exc!r}{_request_id(headers)}"
+    error_type = "timeout" if timed_out else "connection"
+    if _told_not_to_retry(headers):
+        return ModelError(text + _NOT_RETRIED, error_type=error_type)
+    return TransientModelError(text, error_type=error_type)
+
+
+# What a failure of a stream whose headers said `x-should-retry: false` adds to its note.
+_NOT_RETRIED = ": not sent again, as the reply's headers said (x-should-retry: false)"
+
+
+def _told_not_to_retry(headers: Mapping[str, str] | None) -> bool:
+    """Whether a reply's `headers` (a stream that began: its 200's) say not to send the request again
+    (`x-should-retry: false`), which the SDK heeds for a body that failed after its headers came (2.17:
+    `_should_retry_failure`): a stream that then broke off or sent an `error` event is not retried."""
+    return (headers or {}).get("x-should-retry", "").strip().lower() == "false"
 
 
 def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
@@ -2739,8 +2752,11 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
         return ModelError(text + _redirect_fix(exc.response.headers), error_type="redirect")
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
         status = _STATUS_OF_ERROR.get(kind, 0)
-        if not status:  # overloaded, rate limited, a server error: worth a retry
-            return TransientModelError(text, error_type=_STREAM_ERRORS.get(kind, "server_error"))
+        if not status:  # overloaded, rate limited, a server error: worth a retry, unless told not to
+            said = _STREAM_ERRORS.get(kind, "server_error")
+            if _told_not_to_retry(exc.response.headers):
+                return ModelError(text + _NOT_RETRIED, error_type=said)
+            return TransientModelError(text, error_type=said)
     if status == 400 and any(words in detail.lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     if status == 400 and PAGES_REFUSED in detail.lower():  # a PDF by URL longer than counted: shrink too
