@@ -177,6 +177,7 @@ from agent.models.base import (
     NOT_BILLED,
     PRICED_AT_LEAST,
     PROVIDER_DATA,
+    THINKING_TOKENS,
     Message,
     ModelReply,
     ModelRequest,
@@ -1944,6 +1945,7 @@ def to_reply(
         extra["rate_limit"] = limits
     late = late or {}
     extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"), content)
+    extra |= _thinking_tokens(message.usage)
     if kept := _kept(message, stop_reason, extra) | _context_of(late.get("iterations")):
         extra[PROVIDER_DATA] = kept
     reply = _usage_reply(message.usage, content, stop_reason, message.model or "", message.id or "")
@@ -2408,6 +2410,16 @@ def with_asked_ttl(reply: ModelReply, usage: Any, ttl: CacheTTL | None) -> Model
         return reply
     hour = reply.cache_creation_1h_input_tokens + unsplit
     return _replace_reply(reply, cache_creation_1h_input_tokens=hour)
+
+
+def _thinking_tokens(usage: Any) -> dict[str, int]:
+    """`{THINKING_TOKENS: n}`, the output tokens a reply's usage says went to thinking
+    (`output_tokens_details.thinking_tokens`, a part of `output_tokens`); empty when it says none, or
+    gives no count within its output."""
+    thinking = getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", None)
+    if not is_count(thinking) or thinking > _tokens(usage, "output_tokens"):
+        return {}
+    return {THINKING_TOKENS: thinking}
 
 
 def _tokens(usage: Any, field: str) -> int:
