@@ -141,7 +141,10 @@ Choices worth knowing:
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
   (`"fast"`: fast mode, priced from the model table row's `fast` prices), `extra["service_tier"]`
   the tier that served it (`"priority"`: priced from the row's `priority` prices, else unknown;
-  `"batch"`: half price).
+  `"batch"`: half price), `extra[THINKING_TOKENS]` the output tokens the usage says went to thinking
+  (`output_tokens_details.thinking_tokens`: a part of `output_tokens`, for the chat span).
+- A stream that broke off, or ended in an `error` event worth a retry, after 200 headers saying
+  `x-should-retry: false` is a `ModelError`, not sent again (as the SDK heeds the header).
 """
 
 from __future__ import annotations
