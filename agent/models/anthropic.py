@@ -1859,15 +1859,12 @@ def _json_chars(event: Any) -> int:
 def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
     """What could not be read of a 200 reply, its words cut and shown (`_shown`: the SDK's words may
     quote all the input JSON a call streamed), and the kind of body it was when that was no stream
-    of events (`headers`, the reply's): a proxy's or a portal's page answers 200 too."""
+    of events (`headers`, the reply's): a proxy's or a portal's page answers 200 too, and a gateway
+    that does not stream answers with the whole message as JSON."""
     said = f"{type(exc).__name__}: {_shown(str(exc))}"
     kind = (headers or {}).get("content-type", "").partition(";")[0].strip().lower()
-    page = (
-        f"; the body was {kind}, not the API's event stream (a proxy's or a captive portal's page?): "
-        "check the base URL and any proxy between"
-        if kind in _PAGES
-        else ""
-    )
+    who = _NOT_A_STREAM.get(kind)
+    page = f"; the body was {kind}, not the API's event stream{who}" if who else ""
     return TransientModelError(
         f"Anthropic API: a 200 reply whose body could not be read ({said}){page}{_request_id(headers)}",
         error_type="malformed_reply",
@@ -1899,6 +1896,17 @@ def _request_id(headers: Mapping[str, str] | None) -> str:
 
 # The kinds of body a page is sent as (a proxy's, a captive portal's, a login's), never the API's reply.
 _PAGES = frozenset({"text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml"})
+# What a 200 reply's body was, when it was no stream of events, says of who sent it: a page (a proxy's or a
+# captive portal's), or JSON (the whole message, from a gateway that does not stream).
+_NOT_A_STREAM: dict[str, str] = {
+    **dict.fromkeys(
+        _PAGES, " (a proxy's or a captive portal's page?): check the base URL and any proxy between"
+    ),
+    "application/json": (
+        " (a gateway or proxy that does not stream, answering with the whole message?): the adapter streams "
+        "every call; check the base URL, and that what serves it streams a request with stream: true"
+    ),
+}
 
 
 # -- reply -------------------------------------------------------------------
