@@ -293,6 +293,9 @@ EVENT_INFERENCE_DETAILS: Final = "gen_ai.client.inference.operation.details"
 # .cache_creation_input_tokens; gen_ai_client_token_usage observes them under these token types.
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+# Chat span attribute (GenAI conventions): the output tokens spent thinking, from
+# ModelReply.extra[THINKING_TOKENS] (Anthropic's usage.output_tokens_details.thinking_tokens), when given.
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 TOKEN_CACHE_READ: Final = "cache_read"  # gen_ai.token.type values for the cache parts of the input
 TOKEN_CACHE_CREATION: Final = "cache_creation"
 # The GenAI conventions name it "time to first chunk": the span attribute and the client

@@ -46,7 +46,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from agent.hooks import HumanWait, RunInfo, RunObserver, SegmentLink, hook_failed
-from agent.models.base import BILLED_APART, BILLED_BY_MODEL, CALL_MODEL, shown_id
+from agent.models.base import BILLED_APART, BILLED_BY_MODEL, CALL_MODEL, THINKING_TOKENS, shown_id
 from agent.result import StopCause, StopReason
 from telemetry import _content
 from telemetry import names as n
@@ -744,15 +744,24 @@ def _add_reply_attributes(attributes: dict[str, Any], reply: ModelReply) -> None
         attributes[n.ANTHROPIC_REQUEST_ID] = shown_id(reply.request_id)
     attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = reply.cache_read_input_tokens
     attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = reply.cache_creation_input_tokens
-    extra = reply.extra  # most replies: empty
-    if extra and (BILLED_BY_MODEL in extra or BILLED_APART in extra):  # a few replies
-        _add_billed(attributes, reply)
+    if reply.extra:  # most replies: empty
+        _add_extra_attributes(attributes, reply)
     if reply.time_to_first_token is not None:
         attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = reply.time_to_first_token
     if reply.server_tool_use:  # web search, web fetch, code execution
         for tool, uses in reply.server_tool_use.items():
             attributes[f"{n.SERVER_TOOL_USE_PREFIX}{tool}"] = uses
-    if extra and (rate_limit := extra.get("rate_limit")):  # what is left of the quota (fast mode's: fast-*)
+
+
+def _add_extra_attributes(attributes: dict[str, Any], reply: ModelReply) -> None:
+    """What a reply's `extra` adds to its call's `attributes`: its usage in parts, the output tokens
+    spent thinking, and what is left of the quota."""
+    extra = reply.extra
+    if BILLED_BY_MODEL in extra or BILLED_APART in extra:  # a few replies
+        _add_billed(attributes, reply)
+    if (thinking := extra.get(THINKING_TOKENS)) is not None:  # a part of the output
+        attributes[n.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = thinking
+    if rate_limit := extra.get("rate_limit"):  # what is left of the quota (fast mode's: fast-*)
         for header, value in rate_limit.items():
             name = header.removeprefix("anthropic-ratelimit-").removeprefix("anthropic-")
             attributes[f"{n.RATE_LIMIT_PREFIX}{name}"] = str(value)

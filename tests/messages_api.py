@@ -4,7 +4,8 @@
 responses and records every request it receives. Build responses with
 `message` (a reply, from `text` and `tool_use` blocks), `error` (an API error
 with the API's JSON error shape), `hang` (a response that never comes in
-time), `malformed` (a 200 whose body cannot be read), `dropped` (a stream whose
+time), `malformed` (a 200 whose body cannot be read), `not_streamed` (a reply
+sent whole as JSON to a request that asked for a stream), `dropped` (a stream whose
 connection breaks mid-way), `stream_error` (a stream that begins, then
 sends an error event), `flood` (a well-formed stream of as many deltas as
 asked, of text or another kind, or of empty blocks, as fast as read, counted in
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -224,6 +226,12 @@ def html_error(status: int, size: int = 60_000) -> Response:
         {"html": "<html><body>" + "bad gateway " * (size // 12) + "</body></html>"},
         malformed="not_json",
     )
+
+
+def not_streamed(response: Response) -> Response:
+    """`response` (a `message`) sent whole as JSON even to a request that asked for a stream, as a
+    gateway that does not stream answers."""
+    return dataclasses.replace(response, malformed="not_streamed")
 
 
 def dropped() -> Response:
@@ -591,6 +599,8 @@ class _Handler(BaseHTTPRequestHandler):
         streamed = isinstance(body, dict) and body.get("stream") is True and response.status == 200
         if response.malformed == "not_json":
             self._send_raw(response.status, _html(response), "text/html", response.headers)
+        elif response.malformed == "not_streamed":  # a gateway that answers every request whole, as JSON
+            self._send(response.status, api._finished(response, body), response.headers)
         elif streamed:
             self._send_events(response, api._finished(response, body) or {}, aws=bedrock is not None)
         else:

@@ -141,7 +141,10 @@ Choices worth knowing:
   where the call ran (the usage's `inference_geo`; "us" costs 1.1x), `extra["speed"]` its speed
   (`"fast"`: fast mode, priced from the model table row's `fast` prices), `extra["service_tier"]`
   the tier that served it (`"priority"`: priced from the row's `priority` prices, else unknown;
-  `"batch"`: half price).
+  `"batch"`: half price), `extra[THINKING_TOKENS]` the output tokens the usage says went to thinking
+  (`output_tokens_details.thinking_tokens`: a part of `output_tokens`, for the chat span).
+- A stream that broke off, or ended in an `error` event worth a retry, after 200 headers saying
+  `x-should-retry: false` is a `ModelError`, not sent again (as the SDK heeds the header).
 """
 
 from __future__ import annotations
@@ -177,6 +180,7 @@ from agent.models.base import (
     NOT_BILLED,
     PRICED_AT_LEAST,
     PROVIDER_DATA,
+    THINKING_TOKENS,
     Message,
     ModelReply,
     ModelRequest,
@@ -1855,15 +1859,12 @@ def _json_chars(event: Any) -> int:
 def _malformed(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
     """What could not be read of a 200 reply, its words cut and shown (`_shown`: the SDK's words may
     quote all the input JSON a call streamed), and the kind of body it was when that was no stream
-    of events (`headers`, the reply's): a proxy's or a portal's page answers 200 too."""
+    of events (`headers`, the reply's): a proxy's or a portal's page answers 200 too, and a gateway
+    that does not stream answers with the whole message as JSON."""
     said = f"{type(exc).__name__}: {_shown(str(exc))}"
     kind = (headers or {}).get("content-type", "").partition(";")[0].strip().lower()
-    page = (
-        f"; the body was {kind}, not the API's event stream (a proxy's or a captive portal's page?): "
-        "check the base URL and any proxy between"
-        if kind in _PAGES
-        else ""
-    )
+    who = _NOT_A_STREAM.get(kind)
+    page = f"; the body was {kind}, not the API's event stream{who}" if who else ""
     return TransientModelError(
         f"Anthropic API: a 200 reply whose body could not be read ({said}){page}{_request_id(headers)}",
         error_type="malformed_reply",
@@ -1895,6 +1896,17 @@ def _request_id(headers: Mapping[str, str] | None) -> str:
 
 # The kinds of body a page is sent as (a proxy's, a captive portal's, a login's), never the API's reply.
 _PAGES = frozenset({"text/html", "application/xhtml+xml", "text/plain", "text/xml", "application/xml"})
+# What a 200 reply's body was, when it was no stream of events, says of who sent it: a page (a proxy's or a
+# captive portal's), or JSON (the whole message, from a gateway that does not stream).
+_NOT_A_STREAM: dict[str, str] = {
+    **dict.fromkeys(
+        _PAGES, " (a proxy's or a captive portal's page?): check the base URL and any proxy between"
+    ),
+    "application/json": (
+        " (a gateway or proxy that does not stream, answering with the whole message?): the adapter streams "
+        "every call; check the base URL, and that what serves it streams a request with stream: true"
+    ),
+}
 
 
 # -- reply -------------------------------------------------------------------
@@ -1944,6 +1956,7 @@ def to_reply(
         extra["rate_limit"] = limits
     late = late or {}
     extra |= _geo(message.usage) | _geo(late) | _billed(late.get("iterations"), content)
+    extra |= _thinking_tokens(message.usage)
     if kept := _kept(message, stop_reason, extra) | _context_of(late.get("iterations")):
         extra[PROVIDER_DATA] = kept
     reply = _usage_reply(message.usage, content, stop_reason, message.model or "", message.id or "")
@@ -2410,6 +2423,16 @@ def with_asked_ttl(reply: ModelReply, usage: Any, ttl: CacheTTL | None) -> Model
     return _replace_reply(reply, cache_creation_1h_input_tokens=hour)
 
 
+def _thinking_tokens(usage: Any) -> dict[str, int]:
+    """`{THINKING_TOKENS: n}`, the output tokens a reply's usage says went to thinking
+    (`output_tokens_details.thinking_tokens`, a part of `output_tokens`); empty when it says none, or
+    gives no count within its output."""
+    thinking = getattr(getattr(usage, "output_tokens_details", None), "thinking_tokens", None)
+    if not is_count(thinking) or thinking > _tokens(usage, "output_tokens"):
+        return {}
+    return {THINKING_TOKENS: thinking}
+
+
 def _tokens(usage: Any, field: str) -> int:
     """`usage`'s count `field` (an SDK object's attribute), or 0 when it is missing or no count."""
     value = getattr(usage, field, None)
@@ -2704,14 +2727,27 @@ def to_model_error(exc: anthropic.AnthropicError) -> ModelError:
     return ModelError(f"Anthropic SDK: {type(exc).__name__}: {exc}", error_type="api_error")
 
 
-def _broke_off(exc: BaseException, headers: Mapping[str, str] | None = None) -> TransientModelError:
-    """A stream that began and then failed (its connection broke or stalled): worth a retry. Its
-    `headers`, when it had any, give the request id to quote."""
+def _broke_off(exc: BaseException, headers: Mapping[str, str] | None = None) -> ModelError:
+    """A stream that began and then failed (its connection broke or stalled): worth a retry, unless its
+    `headers` say `x-should-retry: false` (`_told_not_to_retry`). Its `headers`, when it had any, give
+    the request id to quote."""
     timed_out = isinstance(exc, httpx2.TimeoutException | anthropic.APITimeoutError)
-    return TransientModelError(
-        f"Anthropic API: the stream broke off: {exc!r}{_request_id(headers)}",
-        error_type="timeout" if timed_out else "connection",
-    )
+    text = f"Anthropic API: the stream broke off: {exc!r}{_request_id(headers)}"
+    error_type = "timeout" if timed_out else "connection"
+    if _told_not_to_retry(headers):
+        return ModelError(text + _NOT_RETRIED, error_type=error_type)
+    return TransientModelError(text, error_type=error_type)
+
+
+# What a failure of a stream whose headers said `x-should-retry: false` adds to its note.
+_NOT_RETRIED = ": not sent again, as the reply's headers said (x-should-retry: false)"
+
+
+def _told_not_to_retry(headers: Mapping[str, str] | None) -> bool:
+    """Whether a reply's `headers` (a stream that began: its 200's) say not to send the request again
+    (`x-should-retry: false`), which the SDK heeds for a body that failed after its headers came (2.17:
+    `_should_retry_failure`): a stream that then broke off or sent an `error` event is not retried."""
+    return (headers or {}).get("x-should-retry", "").strip().lower() == "false"
 
 
 def _sdk_cause(exc: BaseException) -> anthropic.AnthropicError | None:
@@ -2739,8 +2775,11 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
         return ModelError(text + _redirect_fix(exc.response.headers), error_type="redirect")
     if status < 300:  # an error event inside a stream that began well: its type says what it stands for
         status = _STATUS_OF_ERROR.get(kind, 0)
-        if not status:  # overloaded, rate limited, a server error: worth a retry
-            return TransientModelError(text, error_type=_STREAM_ERRORS.get(kind, "server_error"))
+        if not status:  # overloaded, rate limited, a server error: worth a retry, unless told not to
+            said = _STREAM_ERRORS.get(kind, "server_error")
+            if _told_not_to_retry(exc.response.headers):
+                return ModelError(text + _NOT_RETRIED, error_type=said)
+            return TransientModelError(text, error_type=said)
     if status == 400 and any(words in detail.lower() for words in _WINDOW_FULL):
         return ModelError(text, error_type=CONTEXT_FULL)  # the loop's history policy shrinks and asks again
     if status == 400 and PAGES_REFUSED in detail.lower():  # a PDF by URL longer than counted: shrink too

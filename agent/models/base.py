@@ -41,6 +41,9 @@ PRICED_AT_LEAST = "priced_at_least"
 # ... true when the provider gave no count of the call's input that a call could have (none, negative,
 # past what its context window holds): the tokens counted of it are a floor, its cost unknown
 COUNT_UNKNOWN = "count_unknown"
+# ... the output tokens the call spent thinking (Anthropic's `usage.output_tokens_details.thinking_tokens`):
+# a part of `output_tokens`, which stays the billed total, for the chat span (none when not given)
+THINKING_TOKENS = "thinking_output_tokens"
 # What a reply's `extra` says of the whole call, and so of each part `billed_by_model`: where it ran
 # (a US-only call costs more), how fast (fast mode is priced apart) and the service tier that served
 # it (Priority Tier and the batch tier are priced apart).
