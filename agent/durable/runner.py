@@ -283,7 +283,9 @@ class Runner:
         self._held: set[str] = set()  # runs whose lease this runner renews
         self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
-        self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
+        # the tasks `spawn` made, until each ends: a run resumed as its last segment's task finishes
+        # (answered the moment that segment was recorded) has two at once
+        self._spawned: set[asyncio.Task[RunResult | None]] = set()
         self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beat: asyncio.TimerHandle | None = None  # the next heartbeat (see `_ensure_heartbeat`)
@@ -967,8 +969,8 @@ class Runner:
                 return None
 
         task = asyncio.get_running_loop().create_task(guarded(), name=f"run-{job.run_id}")
-        self._spawned[job.run_id] = task
-        task.add_done_callback(lambda _: self._spawned.pop(job.run_id, None))
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
         return task
 
     async def shutdown(self, grace: float = 10.0) -> None:
@@ -976,8 +978,8 @@ class Runner:
         self.shutting_down.set()
         until = self.clock.monotonic() + grace
         while self._spawned and (left := until - self.clock.monotonic()) > 0:  # runs spawned meanwhile too
-            await asyncio.wait(list(self._spawned.values()), timeout=left)
-        late = list(self._spawned.values())
+            await asyncio.wait(list(self._spawned), timeout=left)
+        late = list(self._spawned)
         for task in late:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)

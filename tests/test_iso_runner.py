@@ -1,0 +1,76 @@
+"""Isolation between the runs one runner drives: one segment's tail never hides another's task.
+
+A run's segment is in flight from its spawn until its task ends. A run answered the moment its
+last segment was recorded (a person, or a bot, quick to approve) is claimed and spawned again while
+that segment's task is still finishing (its observers told, its audit planned): both tasks are the
+runner's at once, under one run id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_runner_agents import catalog, counter_state, deployed
+
+from agent import StopReason
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, RunStore, open_store
+from agent.hooks import RunInfo, RunObserver
+from agent.result import RunResult
+
+
+class QuickApprover:
+    """Runner hooks that approve a run's pending call as soon as its segment's end is told (which is
+    once its record is written), and spawn the resumed segment on the same runner."""
+
+    def __init__(self) -> None:
+        self.runner: Runner | None = None
+        self.resumed: list[asyncio.Task[RunResult | None]] = []
+
+    def run_started(self, info: RunInfo) -> RunObserver:
+        approver = self
+
+        class Approves(RunObserver):
+            def run_ended(self, result: RunResult) -> None:
+                if result.reason is StopReason.NEED_HELP and approver.runner is not None:
+                    runner = approver.runner
+                    approver.resumed.append(runner.spawn(runner.claim(result.run_id, approved=True)))
+
+        return Approves()
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[RunStore]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+def test_a_run_resumed_as_its_segment_ends_is_in_flight_and_a_shutdown_waits_for_it(
+    store: RunStore, tmp_path: Path
+) -> None:
+    folder = tmp_path / "d"
+    hooks = QuickApprover()
+    runner = hooks.runner = Runner(store, catalog(), hooks=hooks)
+
+    async def scenario() -> tuple[int, bool]:
+        first = runner.spawn(runner.begin("counter", "deploy", state=counter_state(folder, "deploy")))
+        (folder / "deploy.flag").write_text("block")  # the approved deploy holds the resumed segment
+        await first  # asked, recorded, and approved at once: the resumed segment was spawned
+        assert len(hooks.resumed) == 1
+        await asyncio.sleep(0)  # the first task's done callbacks have run
+        in_flight = runner.in_flight
+        stopping = asyncio.create_task(runner.shutdown(grace=10))
+        while not runner.shutting_down.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.2)
+        (folder / "deploy.flag").unlink()  # the deploy ends; the run stops at its next turn
+        await stopping
+        return in_flight, hooks.resumed[0].done()
+
+    assert asyncio.run(scenario()) == (1, True)
+    record = store.get(hooks.resumed[0].get_name().removeprefix("run-"))
+    assert record is not None and record.status is RunStatus.CANCELLED and deployed(folder) == ["v2"]
