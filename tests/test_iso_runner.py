@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_runner_agents import catalog, counter_state, deployed
 
 from agent import StopReason
-from agent.durable.runner import Runner
-from agent.durable.store import RunStatus, RunStore, open_store
+from agent.durable.runner import Runner, worker_gone
+from agent.durable.store import Outcome, RunStatus, RunStore, open_store
 from agent.hooks import RunInfo, RunObserver
 from agent.result import RunResult
 
@@ -74,3 +75,45 @@ def test_a_run_resumed_as_its_segment_ends_is_in_flight_and_a_shutdown_waits_for
     assert asyncio.run(scenario()) == (1, True)
     record = store.get(hooks.resumed[0].get_name().removeprefix("run-"))
     assert record is not None and record.status is RunStatus.CANCELLED and deployed(folder) == ["v2"]
+
+
+def test_a_run_claimed_as_its_last_segment_is_recorded_keeps_its_lease_renewed(
+    store: RunStore, tmp_path: Path
+) -> None:
+    """The answer's claim lands between the segment's record (which gives the run back, waiting) and
+    the runner letting go of that segment's lease: the resumed segment's lease must still be renewed,
+    or another worker takes the live run over once it runs out."""
+    folder = tmp_path / "d"
+    runner = Runner(store, catalog(), lease_seconds=1.5)
+    resumed: list[asyncio.Task[RunResult | None]] = []
+    record = store.record
+
+    def answered_at_once(run_id: str, outcome: Outcome, *args: Any, **kwargs: Any) -> None:
+        record(run_id, outcome, *args, **kwargs)
+        if outcome.status is RunStatus.WAITING and not resumed:  # a person approves just then
+            job = runner.claim(run_id, approved=True)
+            loop.call_soon_threadsafe(lambda: resumed.append(runner.spawn(job)))
+
+    store.record = answered_at_once  # type: ignore[method-assign]
+
+    async def scenario() -> tuple[bool, bool]:
+        nonlocal loop
+        loop = asyncio.get_running_loop()
+        (folder / "deploy.flag").parent.mkdir(parents=True)
+        (folder / "deploy.flag").write_text("block")  # the approved deploy holds the resumed segment
+        first = runner.spawn(runner.begin("counter", "deploy", state=counter_state(folder, "deploy")))
+        await first
+        while not resumed:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+        run_id = first.get_name().removeprefix("run-")
+        held = run_id in runner.held()
+        await asyncio.sleep(2.5)  # past the lease: renewed by now, if held
+        current = store.get(run_id)
+        lapsed = current is None or worker_gone(current, store.now())
+        (folder / "deploy.flag").unlink()
+        await resumed[0]
+        return held, lapsed
+
+    loop: asyncio.AbstractEventLoop
+    assert asyncio.run(scenario()) == (True, False)
+    assert deployed(folder) == ["v2"]

@@ -280,7 +280,9 @@ class Runner:
         self.owner = owner or f"{machine()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         _LIVE_OWNERS.add(self.owner)
         self.shutting_down = threading.Event()
-        self._held: set[str] = set()  # runs whose lease this runner renews
+        # runs whose lease this runner renews, each with the jobs that hold it: a run claimed again as
+        # its last segment is recorded is held by both until that segment's job lets go of it
+        self._held: dict[str, int] = {}
         self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
         # the tasks `spawn` made, until each ends: a run resumed as its last segment's task finishes
@@ -1107,14 +1109,15 @@ class Runner:
     def _hold(self, record: RunRecord) -> RunRecord:
         """Renew this run's lease from now on (it was just created, claimed or taken over here)."""
         with self._held_lock:
-            self._held.add(record.run_id)
+            self._held[record.run_id] = self._held.get(record.run_id, 0) + 1
         return record
 
     def _let_go(self, run_id: str, release_to: RunStatus | None, refused: str | None = None) -> None:
         """Stop holding a run: give it back as `release_to` (`refused`: why what it was claimed with
         was not taken, kept on the run for the person who gave it), or let its lease lapse for recovery."""
         with self._held_lock:
-            self._held.discard(run_id)
+            if (holds := self._held.pop(run_id, 0)) > 1:  # claimed again meanwhile: that job holds it
+                self._held[run_id] = holds - 1
         if release_to is not None:
             self.store.release(run_id, release_to, self.lease(), self.clock.time(), refused)
 
