@@ -9,6 +9,7 @@ runner's at once, under one run id.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ from typing import Any
 import pytest
 from test_runner_agents import catalog, counter_state, deployed
 
-from agent import StopReason
+from agent import Agent, StopReason
+from agent.durable.catalog import Catalog
 from agent.durable.runner import Runner, worker_gone
 from agent.durable.store import Outcome, RunStatus, RunStore, open_store
 from agent.hooks import RunInfo, RunObserver
+from agent.models.scripted import ScriptedModel, finish
 from agent.result import RunResult
 
 
@@ -117,3 +120,50 @@ def test_a_run_claimed_as_its_last_segment_is_recorded_keeps_its_lease_renewed(
     loop: asyncio.AbstractEventLoop
     assert asyncio.run(scenario()) == (True, False)
     assert deployed(folder) == ["v2"]
+
+
+def test_a_finished_runs_slow_cleanup_holds_up_no_other_run(tmp_path: Path) -> None:
+    """A catalog's `cleanup` (removing a run's work folder: a checkout of gigabytes, a network
+    share) ran on the event loop as each run ended: every other run of the runner, and its lease
+    heartbeats, stopped for as long (as a Temporal worker's never did: it runs cleanup in a thread)."""
+    released = threading.Event()
+    cleaned: list[str] = []
+
+    def cleanup(state: dict[str, Any]) -> None:
+        released.wait(30)
+        cleaned.append(state["name"])
+
+    def build(state: dict[str, Any]) -> Agent:
+        return Agent("tidy", ScriptedModel([[finish("done", "ok")]]), tools=[])
+
+    tidy = Catalog()
+    tidy.register("tidy", build, cleanup=cleanup)
+    runner = Runner(open_store(str(tmp_path / "runs.db")), tidy)
+
+    async def scenario() -> tuple[int, bool]:
+        ticks = 0
+
+        async def another_run() -> None:  # what the loop owes every other run meanwhile
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.create_task(another_run())
+        ended = runner.spawn(runner.begin("tidy", "tidy up", state={"name": "a"}))
+        await asyncio.sleep(1.0)
+        seen, finished = ticks, ended.done()
+        released.set()
+        result = await ended
+        ticker.cancel()
+        assert result is not None and result.reason is StopReason.SUCCESS
+        return seen, finished
+
+    try:
+        threading.Timer(5, released.set).start()  # the cleanup ends at last
+        ticks, finished = asyncio.run(scenario())
+        assert ticks >= 20, f"other runs' tasks got the loop {ticks} times in 1 s"
+        assert not finished and cleaned == ["a"]  # the run's task still waits for its cleanup
+    finally:
+        released.set()
+        runner.store.close()

@@ -91,7 +91,7 @@ from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
 from agent.text import one_line
-from agent.tools import loggable, said
+from agent.tools import _in_daemon_thread, loggable, said
 from agent.verify import Verifier, check_once, timeout_of
 
 if TYPE_CHECKING:
@@ -1007,7 +1007,7 @@ class Runner:
         finally:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
-            self._cleanup(job)
+            await self._cleaned(job)
             if audited(job, result):  # (on the writer thread: a run with no audit to plan needs no hop)
                 await self._on_writer(self._plan_audit, job, result)
         return not written and outcome.rest is not None
@@ -1120,6 +1120,14 @@ class Runner:
                 self._held[run_id] = holds - 1
         if release_to is not None:
             self.store.release(run_id, release_to, self.lease(), self.clock.time(), refused)
+
+    async def _cleaned(self, job: Job) -> None:
+        """The catalog's cleanup of a run that ended, on a daemon thread (as a Temporal worker's): one
+        that blocks (a work folder of gigabytes, a network share) holds up none of the runner's other
+        runs and heartbeats, as it did on the loop. A run with no cleanup costs no thread hop."""
+        entry = self.catalog.entries.get(job.record.agent)
+        if entry is not None and entry.cleanup is not None:
+            await _in_daemon_thread(self._cleanup, {"job": job})
 
     def _cleanup(self, job: Job) -> None:
         entry = self.catalog.entries.get(job.record.agent)
