@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from test_runner_agents import catalog, counter_state, deployed
 
 from agent import Agent, StopReason
+from agent.audit import SuccessAudit
 from agent.durable.catalog import Catalog
 from agent.durable.runner import Runner, worker_gone
 from agent.durable.store import Outcome, RunStatus, RunStore, open_store
@@ -166,4 +168,44 @@ def test_a_finished_runs_slow_cleanup_holds_up_no_other_run(tmp_path: Path) -> N
         assert not finished and cleaned == ["a"]  # the run's task still waits for its cleanup
     finally:
         released.set()
+        runner.store.close()
+
+
+def test_an_audit_whose_agent_hangs_to_build_holds_up_no_other_runs_record(tmp_path: Path) -> None:
+    """A due success audit builds the finished run's agent to get its check. That build (given the
+    prepare deadline) ran on the runner's writer thread, which records every run's checkpoints and
+    ends: a build that hung held every other run's end unrecorded until its deadline."""
+    hangs = threading.Event()
+
+    def audited(state: dict[str, Any]) -> Agent:
+        if hangs.is_set():  # this deployment's build now waits on something
+            time.sleep(30)
+        model = ScriptedModel([[finish("done", "ok")]])
+        return Agent("audited", model, audit=SuccessAudit(lambda ctx: [], share=1.0, after=0.0))
+
+    def plain(state: dict[str, Any]) -> Agent:
+        return Agent("plain", ScriptedModel([[finish("done", "ok")]]))
+
+    both = Catalog()
+    both.register("audited", audited)
+    both.register("plain", plain)
+    runner = Runner(open_store(str(tmp_path / "runs.db")), both, prepare_seconds=3)
+
+    async def scenario() -> float:
+        first = await runner.start("audited", "do it")
+        assert first.reason is StopReason.SUCCESS
+        hangs.set()
+        auditing = asyncio.create_task(runner.audit_due())
+        await asyncio.sleep(0.2)  # the audit is building its agent
+        began = time.monotonic()
+        other = await runner.start("plain", "do it too")
+        took = time.monotonic() - began
+        assert other.reason is StopReason.SUCCESS
+        await auditing
+        return took
+
+    try:
+        took = asyncio.run(scenario())
+        assert took < 1.5, f"another run's end waited {took:.1f} s for the audit's build"
+    finally:
         runner.store.close()

@@ -1032,7 +1032,7 @@ class Runner:
         # each store call (and build) off the loop: a store that hangs never holds the event loop
         listed = functools.partial(self.store.due_audits, now, agents=self.catalog.names())
         for due in await self._on_writer(listed):  # (the other agents' audits are their runners')
-            subject = await self._on_writer(self._audit_subject, due)
+            subject = await self._audit_subject(due)
             until = max(now, self.clock.time()) + audit_hold(subject)
             if not await self._on_writer(self.store.claim_audit, due, until):
                 continue  # another worker of the fleet makes it: its check runs once, not once a worker
@@ -1043,19 +1043,30 @@ class Runner:
                     self.on_audit(due.agent, due.task_type, str(outcome))
         return done
 
-    def _audit_subject(self, due: Audit) -> tuple[Verifier, RunContext] | str:
-        """The audit's check and the finished run it looks at; or why the audit cannot be made."""
+    async def _audit_subject(self, due: Audit) -> tuple[Verifier, RunContext] | str:
+        """The audit's check and the finished run it looks at; or why the audit cannot be made. The
+        store is read on the writer thread, the agent built on a thread of its own: a build that hangs
+        (until the prepare deadline) on the writer thread held every other run's checkpoints and ends."""
         try:
-            record = self.store.get(due.run_id)
-            snap = self.store.snapshot(due.run_id)
-            if record is None or snap is None:
-                return "the run or its journal is no longer in the store"
-            agent = self._agent(record.agent, record.state, record.run_id, swept=True)
+            read = await self._on_writer(self._audited_run, due.run_id)
+            if isinstance(read, str):
+                return read
+            record, snap = read
+            options = {"name": record.agent, "state": record.state, "run_id": record.run_id, "swept": True}
+            agent = await _in_daemon_thread(self._agent, options)
             if agent.audit is None:
                 return f"agent {record.agent!r} has no audit check any more"
             return agent.audit.check, context_of(snap, record)
         except Exception as exc:
             return _why(exc)
+
+    def _audited_run(self, run_id: str) -> tuple[RunRecord, Snapshot] | str:
+        """The finished run an audit looks at, and its journal; or why they cannot be read."""
+        record = self.store.get(run_id)
+        snap = self.store.snapshot(run_id)
+        if record is None or snap is None:
+            return "the run or its journal is no longer in the store"
+        return record, snap
 
     async def _audit(self, subject: tuple[Verifier, RunContext] | str) -> tuple[AuditOutcome, str]:
         if isinstance(subject, str):
