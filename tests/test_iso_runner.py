@@ -9,6 +9,7 @@ runner's at once, under one run id.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -207,5 +208,35 @@ def test_an_audit_whose_agent_hangs_to_build_holds_up_no_other_runs_record(tmp_p
     try:
         took = asyncio.run(scenario())
         assert took < 1.5, f"another run's end waited {took:.1f} s for the audit's build"
+    finally:
+        runner.store.close()
+
+
+def test_a_catalog_cancel_that_exits_fails_its_run_alone(tmp_path: Path) -> None:
+    """A catalog entry's `cancel(state)` (the run's own cancel signal) that raises `SystemExit` (a config
+    read with argparse) rose out of the run's task, and asyncio let it out of the event loop: every
+    other run of the service stopped with it. It is the entry's failure, as its build's or prepare's."""
+
+    def cancel(state: dict[str, Any]) -> threading.Event:
+        if state.get("bad"):
+            sys.exit(2)
+        return threading.Event()
+
+    def build(state: dict[str, Any]) -> Agent:
+        return Agent("tidy", ScriptedModel([[finish("done", "ok")]]))
+
+    tidy = Catalog()
+    tidy.register("tidy", build, cancel=cancel)
+    runner = Runner(open_store(str(tmp_path / "runs.db")), tidy)
+
+    async def scenario() -> tuple[RunResult | None, RunResult | None]:
+        bad = runner.spawn(runner.begin("tidy", "tidy up", state={"bad": True}))
+        good = runner.spawn(runner.begin("tidy", "tidy up too"))
+        return await bad, await good
+
+    try:
+        bad, good = asyncio.run(scenario())
+        assert bad is not None and (bad.reason, bad.error_type) == (StopReason.ERROR, "SystemExit")
+        assert good is not None and good.reason is StopReason.SUCCESS
     finally:
         runner.store.close()

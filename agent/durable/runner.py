@@ -907,8 +907,10 @@ class Runner:
                 raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
             await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
-        except Exception as exc:  # the segment itself failed, past every catch of the loop or a
-            # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
+        except (Exception, SystemExit) as exc:  # the segment itself failed, past every catch of the loop
+            # or a framework's observer (a bug), or its catalog's `cancel(state)` did (`SystemExit` too:
+            # an argparse config; out of the run's task it left the event loop, and every other run of
+            # the process stopped with it): it ends as error, saying why, and resumable once fixed.
             # Left to recovery, it would fail the same way on every worker, for ever
             log.error("run %s: its segment raised %s", job.run_id, _why(exc), exc_info=loggable(exc))
             return await self._on_writer(self._end_unresumable, job.record, exc, type(exc).__name__), False
