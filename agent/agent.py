@@ -19,7 +19,7 @@ from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel, check_clock
-from agent.context import RunContext
+from agent.context import RunContext, own_state
 from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy, ModelSummary
@@ -187,7 +187,12 @@ class Agent:
         self._check_clock()
         first = Task(task)
         ctx = RunContext(
-            run_id or new_run_id(), self.name, task, self.task_type, Journal([first]), state=dict(state or {})
+            run_id or new_run_id(),
+            self.name,
+            task,
+            self.task_type,
+            Journal([first]),
+            state=own_state(state or {}),
         )
         run = RunState(  # the model is sent the task as it is (no history policy to apply yet)
             ctx, Spent(), self.progress(), self.clock, history=self.history, budget=self.budget, sent=[first]
