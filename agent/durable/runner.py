@@ -1009,9 +1009,9 @@ class Runner:
         finally:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
-            await self._cleaned(job)
             if audited(job, result):  # (on the writer thread: a run with no audit to plan needs no hop)
                 await self._on_writer(self._plan_audit, job, result)
+            await self._cleaned(job)  # last: a shutdown that cuts a slow cleanup off loses no audit
         return not written and outcome.rest is not None
 
     # -- success audits ----------------------------------------------------------------------
