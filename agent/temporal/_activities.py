@@ -39,7 +39,7 @@ from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _registry
 from agent.temporal import _wire as w
 from agent.temporal._attempts import Attempts
-from agent.tools import UNKNOWN_TOOL, execute, plain_error, said_soon
+from agent.tools import UNKNOWN_TOOL, _in_daemon_thread, execute, plain_error, said_soon
 from agent.verify import run_verifiers
 
 log = logging.getLogger("endstate.temporal")
@@ -468,11 +468,12 @@ class EndstateActivities:
             raise Lacking(f"{exc}{ONE_CATALOG}", f"this worker's catalog has no agent {agent!r}") from exc
 
     async def _build(self, run: dict[str, Any]) -> Agent:
-        """The run's agent from the catalog, built in a thread (as `prepare` and `cleanup` run): a
-        build that waits (a server, a lock, a prompt) holds up no other run's activities on the
-        worker's loop. Kept in the worker's cache of the run's execution."""
+        """The run's agent from the catalog, built on a daemon thread (as a sync tool runs): a build
+        that waits (a server, a lock, a prompt) holds up no other run's activities on the worker's
+        loop, nor a thread of its default executor for good. Kept in the worker's cache of the run's
+        execution."""
         entry = self._entry(run["agent"])
-        agent = await asyncio.to_thread(entry.build, dict(run["state"]))
+        agent = await _in_daemon_thread(functools.partial(entry.build, dict(run["state"])), {})
         if not isinstance(agent, Agent):
             raise ConfigError(
                 f"agent {run['agent']!r} is a foreign ({agent.framework}) agent: Temporal runs Endstate "
