@@ -42,7 +42,7 @@ from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
-from agent.tools import Tool, said, said_soon
+from agent.tools import Tool, own_cancels, said, said_soon
 from agent.verify import Verifier, evaluators
 
 Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
@@ -321,22 +321,23 @@ class Agent:
         """Drive one segment; whatever happens, it ends with a result and `run_ended`."""
         obs = obs or self._observe(run, None)
         taken: TakenOver | None = None
-        try:
-            result = await drive(self, run, obs, cancel)
-        except (asyncio.CancelledError, KeyboardInterrupt) as exc:  # Ctrl-C in a callback: as in a tool
-            run.drop_unanswered_turn()
-            why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
-            result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
-        except HandedOver as exc:  # paused between turns: the run goes on from its checkpoint elsewhere
-            taken, result = exc, paused(run, exc)
-        except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
-            taken, note = exc, f"{said(exc)}. The run goes on there; this segment ended here."
-            result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
-        except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
-            note, kind = f"{type(exc).__name__}: {await _said_uncut(exc)}", type(exc).__name__
-            if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
-                note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
-            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))
+        with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+            try:
+                result = await drive(self, run, obs, cancel)
+            except (asyncio.CancelledError, KeyboardInterrupt) as exc:  # Ctrl-C in a callback: as in a tool
+                run.drop_unanswered_turn()
+                why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
+                result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
+            except HandedOver as exc:  # paused between turns: the run goes on from its checkpoint elsewhere
+                taken, result = exc, paused(run, exc)
+            except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
+                taken, note = exc, f"{said(exc)}. The run goes on there; this segment ended here."
+                result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
+            except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
+                note, kind = f"{type(exc).__name__}: {await _said_uncut(exc)}", type(exc).__name__
+                if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
+                    note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
+                result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))
         if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable
             await settle(run)
         if taken is not None:

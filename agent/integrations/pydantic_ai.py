@@ -99,7 +99,7 @@ from agent.integrations._sync import run_sync
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import UNKNOWN_TOOL, said
+from agent.tools import UNKNOWN_TOOL, own_cancels, said
 from agent.verify import Verifier
 
 PROVIDER = "pydantic_ai"
@@ -185,16 +185,17 @@ async def arun(
         help_seconds=help_seconds,
     )
     totals = _Totals.of(run_kwargs.get("usage"))
-    try:
-        with recorder.running():
-            result = await _run(agent, user_prompt, recorder, run_kwargs, totals)
-    except (Exception, asyncio.CancelledError) as exc:
-        totals.count(recorder)
-        return _stopped(recorder, exc)
-    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
-        totals.count(recorder)
-        _stopped(recorder, exc)
-        raise
+    with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+        try:
+            with recorder.running():
+                result = await _run(agent, user_prompt, recorder, run_kwargs, totals)
+        except (Exception, asyncio.CancelledError) as exc:
+            totals.count(recorder)
+            return _stopped(recorder, exc)
+        except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+            totals.count(recorder)
+            _stopped(recorder, exc)
+            raise
     totals.count(recorder)
     return _ended(recorder, result)
 
