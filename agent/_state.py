@@ -10,7 +10,7 @@ from typing import Any
 from agent._codec import unwritable
 from agent.budget import Budget, Extension, Spent, bounded_extension
 from agent.clock import SYSTEM_CLOCK, Clock, StoppedClock, clock_problem
-from agent.context import CallRecord, RunContext
+from agent.context import CallRecord, RunContext, own_state
 from agent.errors import ConfigError
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Extended, Journal, Reply, Result, Shrunk, add_entry, read_only
@@ -229,7 +229,7 @@ class RunState:
             task_type=snap.task_type,
             journal=journal,
             calls=calls_of(journal),
-            state=dict(snap.state),
+            state=own_state(snap.state),  # the snapshot is a value: the run changes its own copy
         )
         usage = snap.usage.copy()
         return cls(

@@ -19,7 +19,7 @@ from agent.audit import SuccessAudit
 from agent.budget import Budget, Extension, PriceTable, Spent
 from agent.checks import TurnCheck
 from agent.clock import SYSTEM_CLOCK, CancelSignal, Clock, check_cancel, check_clock
-from agent.context import RunContext
+from agent.context import RunContext, own_state
 from agent.errors import ConfigError, HandedOver, SnapshotError, TakenOver
 from agent.finish import FINISH_SPEC, FINISH_TOOL
 from agent.history import HistoryPolicy, ModelSummary
@@ -42,7 +42,7 @@ from agent.progress import ProgressDetector
 from agent.result import LimitKind, PendingAction, RunResult, StopReason, Suspension
 from agent.snapshot import Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize as default_summary
-from agent.tools import Tool, said, said_soon
+from agent.tools import Tool, own_cancels, said, said_soon
 from agent.verify import Verifier, evaluators
 
 Summarizer = Callable[[RunContext, Spent, StopReason, LimitKind | None], str]
@@ -187,7 +187,12 @@ class Agent:
         self._check_clock()
         first = Task(task)
         ctx = RunContext(
-            run_id or new_run_id(), self.name, task, self.task_type, Journal([first]), state=dict(state or {})
+            run_id or new_run_id(),
+            self.name,
+            task,
+            self.task_type,
+            Journal([first]),
+            state=own_state(state or {}),
         )
         run = RunState(  # the model is sent the task as it is (no history policy to apply yet)
             ctx, Spent(), self.progress(), self.clock, history=self.history, budget=self.budget, sent=[first]
@@ -316,22 +321,23 @@ class Agent:
         """Drive one segment; whatever happens, it ends with a result and `run_ended`."""
         obs = obs or self._observe(run, None)
         taken: TakenOver | None = None
-        try:
-            result = await drive(self, run, obs, cancel)
-        except (asyncio.CancelledError, KeyboardInterrupt) as exc:  # Ctrl-C in a callback: as in a tool
-            run.drop_unanswered_turn()
-            why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
-            result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
-        except HandedOver as exc:  # paused between turns: the run goes on from its checkpoint elsewhere
-            taken, result = exc, paused(run, exc)
-        except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
-            taken, note = exc, f"{said(exc)}. The run goes on there; this segment ended here."
-            result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
-        except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
-            note, kind = f"{type(exc).__name__}: {await _said_uncut(exc)}", type(exc).__name__
-            if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
-                note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
-            result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))
+        with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+            try:
+                result = await drive(self, run, obs, cancel)
+            except (asyncio.CancelledError, KeyboardInterrupt) as exc:  # Ctrl-C in a callback: as in a tool
+                run.drop_unanswered_turn()
+                why = "The run was cancelled." if isinstance(exc, asyncio.CancelledError) else _INTERRUPTED
+                result = conclude(self, run, Stop(StopReason.CANCELLED, note=why))
+            except HandedOver as exc:  # paused between turns: the run goes on from its checkpoint elsewhere
+                taken, result = exc, paused(run, exc)
+            except TakenOver as exc:  # no end of the run: it goes on in the worker that holds it now
+                taken, note = exc, f"{said(exc)}. The run goes on there; this segment ended here."
+                result = conclude(self, run, Stop(StopReason.CANCELLED, note=note))
+            except (Exception, SystemExit) as exc:  # a bug, a failing store, a callback's exit: never a raise
+                note, kind = f"{type(exc).__name__}: {await _said_uncut(exc)}", type(exc).__name__
+                if (clock := run.stop_clock()) is not None:  # the agent's clock failed mid-run
+                    note, kind = f"The agent's clock failed mid-run: {clock}", "clock_failed"
+                result = conclude(self, run, Stop(StopReason.ERROR, note=note, error_type=kind))
         if run.pending is not None:  # the segment returns when all it handed the checkpointer is durable
             await settle(run)
         if taken is not None:

@@ -87,3 +87,22 @@ class RunContext:
                 f"{type(model).__name__} and {type(reply).__name__}"
             )
         self.charges.append(ModelCharge(model, reply))
+
+
+def own_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A run's own copy of `state`: its dicts and lists copied all the way down (other values, which
+    JSON cannot hold and the snapshot leaves out, are kept as they are), so that what one run's tools
+    change in `ctx.state` no other run started from the same state (or snapshot) sees."""
+    try:
+        return _own(state)
+    except RecursionError:  # deeper than Python can walk: the snapshot cannot hold it either
+        return dict(state)
+
+
+def _own(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: _own(v) for k, v in value.items()}
+    if kind is list:
+        return [_own(v) for v in value]
+    return value

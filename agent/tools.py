@@ -16,7 +16,7 @@ import threading
 import time
 import types
 import typing
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -572,9 +572,35 @@ def run_cancelled() -> bool:
     """Whether the task at work is being cancelled (the caller's cancel, a shutdown, a timeout around
     the run): then a `CancelledError` is the run's. One raised while it is not is a tool's (or a
     verifier's) own failure, such as a library's cancelled future: data for the model, not the
-    caller's signal."""
+    caller's signal. In the task of a run (`own_cancels`), only a cancel asked since the run began is
+    counted: an earlier run's, which that run took into its result and left on the task (its caller
+    reads it), is not this run's."""
     task = asyncio.current_task()
-    return task is None or task.cancelling() > 0
+    if task is None:
+        return True
+    before = _CANCELS_BEFORE.get()
+    return task.cancelling() > (before[1] if before is not None and before[0] is task else 0)
+
+
+# The task a run runs in, and how many cancels it had been asked when the run began (see `own_cancels`).
+_CANCELS_BEFORE: contextvars.ContextVar[tuple[asyncio.Task[Any], int] | None] = contextvars.ContextVar(
+    "endstate_cancels_before", default=None
+)
+
+
+@contextlib.contextmanager
+def own_cancels() -> Iterator[None]:
+    """Around a run in its task: `run_cancelled` counts only the cancels asked from here on. A cancelled
+    run ends `cancelled` with its task still cancelling (its caller reads that, as `endstate demo` does
+    to stop on Ctrl-C): a later run in the same task (a worker going on to its next job) took that for
+    its own, and a tool's own `CancelledError` there (a library's cancelled future) ended it
+    `cancelled` though nobody cancelled it."""
+    task = asyncio.current_task()
+    token = _CANCELS_BEFORE.set((task, task.cancelling()) if task is not None else None)
+    try:
+        yield
+    finally:
+        _CANCELS_BEFORE.reset(token)
 
 
 SAY_SECONDS = 5.0  # seconds an exception's own `__str__` may take where no call's bound is left to give it

@@ -91,7 +91,7 @@ from agent.result import RunResult, StopReason, Suspension
 from agent.snapshot import SNAPSHOT_VERSION, Checkpoint, Snapshot, SnapshotKind
 from agent.summary import summarize
 from agent.text import one_line
-from agent.tools import loggable, said
+from agent.tools import _in_daemon_thread, loggable, said
 from agent.verify import Verifier, check_once, timeout_of
 
 if TYPE_CHECKING:
@@ -280,10 +280,14 @@ class Runner:
         self.owner = owner or f"{machine()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         _LIVE_OWNERS.add(self.owner)
         self.shutting_down = threading.Event()
-        self._held: set[str] = set()  # runs whose lease this runner renews
+        # runs whose lease this runner renews, each with the jobs that hold it: a run claimed again as
+        # its last segment is recorded is held by both until that segment's job lets go of it
+        self._held: dict[str, int] = {}
         self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
-        self._spawned: dict[str, asyncio.Task[RunResult | None]] = {}
+        # the tasks `spawn` made, until each ends: a run resumed as its last segment's task finishes
+        # (answered the moment that segment was recorded) has two at once
+        self._spawned: set[asyncio.Task[RunResult | None]] = set()
         self._segments: dict[str, asyncio.Task[Any]] = {}  # the tasks driving a segment, by run
         self._loop: asyncio.AbstractEventLoop | None = None
         self._beat: asyncio.TimerHandle | None = None  # the next heartbeat (see `_ensure_heartbeat`)
@@ -903,8 +907,10 @@ class Runner:
                 raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
             await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
-        except Exception as exc:  # the segment itself failed, past every catch of the loop or a
-            # framework's observer (a bug): it ends as error, saying why, and resumable once fixed.
+        except (Exception, SystemExit) as exc:  # the segment itself failed, past every catch of the loop
+            # or a framework's observer (a bug), or its catalog's `cancel(state)` did (`SystemExit` too:
+            # an argparse config; out of the run's task it left the event loop, and every other run of
+            # the process stopped with it): it ends as error, saying why, and resumable once fixed.
             # Left to recovery, it would fail the same way on every worker, for ever
             log.error("run %s: its segment raised %s", job.run_id, _why(exc), exc_info=loggable(exc))
             return await self._on_writer(self._end_unresumable, job.record, exc, type(exc).__name__), False
@@ -967,8 +973,8 @@ class Runner:
                 return None
 
         task = asyncio.get_running_loop().create_task(guarded(), name=f"run-{job.run_id}")
-        self._spawned[job.run_id] = task
-        task.add_done_callback(lambda _: self._spawned.pop(job.run_id, None))
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
         return task
 
     async def shutdown(self, grace: float = 10.0) -> None:
@@ -976,8 +982,8 @@ class Runner:
         self.shutting_down.set()
         until = self.clock.monotonic() + grace
         while self._spawned and (left := until - self.clock.monotonic()) > 0:  # runs spawned meanwhile too
-            await asyncio.wait(list(self._spawned.values()), timeout=left)
-        late = list(self._spawned.values())
+            await asyncio.wait(list(self._spawned), timeout=left)
+        late = list(self._spawned)
         for task in late:
             task.cancel()
         await asyncio.gather(*late, return_exceptions=True)
@@ -1003,9 +1009,9 @@ class Runner:
         finally:
             self._let_go(job.run_id, None)
         if written and outcome.status is RunStatus.FINISHED:
-            self._cleanup(job)
             if audited(job, result):  # (on the writer thread: a run with no audit to plan needs no hop)
                 await self._on_writer(self._plan_audit, job, result)
+            await self._cleaned(job)  # last: a shutdown that cuts a slow cleanup off loses no audit
         return not written and outcome.rest is not None
 
     # -- success audits ----------------------------------------------------------------------
@@ -1028,7 +1034,7 @@ class Runner:
         # each store call (and build) off the loop: a store that hangs never holds the event loop
         listed = functools.partial(self.store.due_audits, now, agents=self.catalog.names())
         for due in await self._on_writer(listed):  # (the other agents' audits are their runners')
-            subject = await self._on_writer(self._audit_subject, due)
+            subject = await self._audit_subject(due)
             until = max(now, self.clock.time()) + audit_hold(subject)
             if not await self._on_writer(self.store.claim_audit, due, until):
                 continue  # another worker of the fleet makes it: its check runs once, not once a worker
@@ -1039,19 +1045,30 @@ class Runner:
                     self.on_audit(due.agent, due.task_type, str(outcome))
         return done
 
-    def _audit_subject(self, due: Audit) -> tuple[Verifier, RunContext] | str:
-        """The audit's check and the finished run it looks at; or why the audit cannot be made."""
+    async def _audit_subject(self, due: Audit) -> tuple[Verifier, RunContext] | str:
+        """The audit's check and the finished run it looks at; or why the audit cannot be made. The
+        store is read on the writer thread, the agent built on a thread of its own: a build that hangs
+        (until the prepare deadline) on the writer thread held every other run's checkpoints and ends."""
         try:
-            record = self.store.get(due.run_id)
-            snap = self.store.snapshot(due.run_id)
-            if record is None or snap is None:
-                return "the run or its journal is no longer in the store"
-            agent = self._agent(record.agent, record.state, record.run_id, swept=True)
+            read = await self._on_writer(self._audited_run, due.run_id)
+            if isinstance(read, str):
+                return read
+            record, snap = read
+            options = {"name": record.agent, "state": record.state, "run_id": record.run_id, "swept": True}
+            agent = await _in_daemon_thread(self._agent, options)
             if agent.audit is None:
                 return f"agent {record.agent!r} has no audit check any more"
             return agent.audit.check, context_of(snap, record)
         except Exception as exc:
             return _why(exc)
+
+    def _audited_run(self, run_id: str) -> tuple[RunRecord, Snapshot] | str:
+        """The finished run an audit looks at, and its journal; or why they cannot be read."""
+        record = self.store.get(run_id)
+        snap = self.store.snapshot(run_id)
+        if record is None or snap is None:
+            return "the run or its journal is no longer in the store"
+        return record, snap
 
     async def _audit(self, subject: tuple[Verifier, RunContext] | str) -> tuple[AuditOutcome, str]:
         if isinstance(subject, str):
@@ -1105,16 +1122,25 @@ class Runner:
     def _hold(self, record: RunRecord) -> RunRecord:
         """Renew this run's lease from now on (it was just created, claimed or taken over here)."""
         with self._held_lock:
-            self._held.add(record.run_id)
+            self._held[record.run_id] = self._held.get(record.run_id, 0) + 1
         return record
 
     def _let_go(self, run_id: str, release_to: RunStatus | None, refused: str | None = None) -> None:
         """Stop holding a run: give it back as `release_to` (`refused`: why what it was claimed with
         was not taken, kept on the run for the person who gave it), or let its lease lapse for recovery."""
         with self._held_lock:
-            self._held.discard(run_id)
+            if (holds := self._held.pop(run_id, 0)) > 1:  # claimed again meanwhile: that job holds it
+                self._held[run_id] = holds - 1
         if release_to is not None:
             self.store.release(run_id, release_to, self.lease(), self.clock.time(), refused)
+
+    async def _cleaned(self, job: Job) -> None:
+        """The catalog's cleanup of a run that ended, on a daemon thread (as a Temporal worker's): one
+        that blocks (a work folder of gigabytes, a network share) holds up none of the runner's other
+        runs and heartbeats, as it did on the loop. A run with no cleanup costs no thread hop."""
+        entry = self.catalog.entries.get(job.record.agent)
+        if entry is not None and entry.cleanup is not None:
+            await _in_daemon_thread(self._cleanup, {"job": job})
 
     def _cleanup(self, job: Job) -> None:
         entry = self.catalog.entries.get(job.record.agent)

@@ -435,9 +435,11 @@ def _replayed(case: Case, world: World) -> Model | None:
 
 
 def _offline(model: Model) -> Model | None:
-    """`model` when it plays offline (a `ScriptedModel`), else None: a case without `replay:` runs the
-    model its catalog builds only when no model API is called unasked (`--model` says to)."""
-    return model if isinstance(model, ScriptedModel) else None
+    """`model`, played from its start, when it plays offline (a `ScriptedModel`), else None: a case
+    without `replay:` runs the model its catalog builds only when no model API is called unasked
+    (`--model` says to). A fresh copy: a catalog whose build returns one shared agent had each case
+    go on from where the one before (or, with `--jobs`, beside) it left the shared script."""
+    return model.fresh() if isinstance(model, ScriptedModel) else None
 
 
 def _adjust(case: Case, agent: Agent, model: Model, break_verifiers: bool) -> Agent:

@@ -355,13 +355,15 @@ class Recorder:
         finally:
             _ACTIVE.reset(token)
 
-    def count_unseen(self, now: Usage, before: Usage | None = None) -> None:
+    def count_unseen(self, now: Usage, before: Usage | None = None, seen: Usage | None = None) -> None:
         """`now`: the framework's own usage of the run, `before` what it was as this segment began.
-        What it grew by beyond the calls this run and its nested runs saw (an agent run inside a
-        tool unobserved, its calls added to the run's usage by the framework) counts in the run's
-        totals, unpriced; no span or model metric is made for calls nobody saw."""
-        tokens, prior, seen = _four(counted(now)), _four(counted(before or Usage())), _four(self._seen)
-        inp, out, read, write = (max(0, a - b - c) for a, b, c in zip(tokens, prior, seen, strict=True))
+        What it grew by beyond the calls observed runs saw of it (`seen`; None: this run and its nested
+        runs) (an agent run inside a tool unobserved, its calls added to the run's usage by the
+        framework) counts in the run's totals, unpriced; no span or model metric is made for calls
+        nobody saw."""
+        tokens, prior = _four(counted(now)), _four(counted(before or Usage()))
+        saw = _four(self._seen if seen is None else counted(seen))
+        inp, out, read, write = (max(0, a - b - c) for a, b, c in zip(tokens, prior, saw, strict=True))
         if inp or out:
             self.usage += Usage(inp, out, read, write, cost_usd=None)
 

@@ -70,7 +70,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import TOOL_ERROR, UNKNOWN_TOOL
+from agent.tools import TOOL_ERROR, UNKNOWN_TOOL, own_cancels
 from agent.verify import Verifier
 
 PROVIDER = "anthropic"
@@ -252,19 +252,20 @@ async def arun(
         prompt = _no_prompt(reader.ended)
         if resumed is not None and resumed.suspension and resumed.suspension.pending:
             reader.reopen(resumed.suspension.pending)  # the deferred call runs first, in this segment
-    try:
-        async for message in query(prompt=prompt, options=options, **query_kwargs):
-            reader.read(message)
-        reader.flush()
-    except (Exception, asyncio.CancelledError) as exc:
-        reader.flush()  # the reply read before it is a call made
-        if reader.result is None or isinstance(exc, asyncio.CancelledError):
-            return recorder.fail(exc, raw=exc)
-        # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
-    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
-        reader.flush()
-        recorder.fail(exc, raw=exc)
-        raise
+    with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+        try:
+            async for message in query(prompt=prompt, options=options, **query_kwargs):
+                reader.read(message)
+            reader.flush()
+        except (Exception, asyncio.CancelledError) as exc:
+            reader.flush()  # the reply read before it is a call made
+            if reader.result is None or isinstance(exc, asyncio.CancelledError):
+                return recorder.fail(exc, raw=exc)
+            # The SDK raises once the CLI exits non-zero, after its result: the result says how it ended.
+        except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+            reader.flush()
+            recorder.fail(exc, raw=exc)
+            raise
     return _conclude(recorder, reader)
 
 

@@ -124,7 +124,7 @@ from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.text import json_text
-from agent.tools import said
+from agent.tools import own_cancels, said
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
@@ -372,16 +372,17 @@ async def arun(
         resumed=resumed,
         help_seconds=help_seconds,
     )
-    try:
-        drive_graph = drive if exact_counts else _drive
-        watch = _unkept_breakpoints(graph, config, invoke_kwargs)
-        output, halted = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices, watch)
-        paused = await _paused_at(graph, config, invoke_kwargs, halted)
-    except (Exception, asyncio.CancelledError) as exc:
-        return _stopped(recorder, exc)
-    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
-        _stopped(recorder, exc)
-        raise
+    with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+        try:
+            drive_graph = drive if exact_counts else _drive
+            watch = _unkept_breakpoints(graph, config, invoke_kwargs)
+            output, halted = await drive_graph(graph, input, config, recorder, invoke_kwargs, prices, watch)
+            paused = await _paused_at(graph, config, invoke_kwargs, halted)
+        except (Exception, asyncio.CancelledError) as exc:
+            return _stopped(recorder, exc)
+        except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+            _stopped(recorder, exc)
+            raise
     return _ended(recorder, graph, output, config, paused)
 
 

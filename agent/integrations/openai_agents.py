@@ -105,7 +105,7 @@ from agent.integrations._observe import (
 from agent.integrations._sync import run_sync
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import TOOL_ERROR, UNKNOWN_TOOL, run_cancelled, said
+from agent.tools import TOOL_ERROR, UNKNOWN_TOOL, own_cancels, run_cancelled, said
 from agent.verify import Verifier
 
 PROVIDER = "openai"
@@ -316,14 +316,15 @@ async def arun(
     check_keywords("openai_agents.run()", Runner.run, runner_kwargs, _OPTIONS, _FILLED)
     _not_sdk_hooks(hooks)
     run = _Observed.start(agent, input, "openai_agents.run", {**options, **runner_kwargs})
-    try:
-        with run.running():
-            result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
-    except (Exception, asyncio.CancelledError) as exc:
-        return run.stopped(exc)
-    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
-        run.stopped(exc)
-        raise
+    with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+        try:
+            with run.running():
+                result = await Runner.run(agent, input, hooks=run.hooks, **run.runner_kwargs)
+        except (Exception, asyncio.CancelledError) as exc:
+            return run.stopped(exc)
+        except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+            run.stopped(exc)
+            raise
     return run.ended(result)
 
 

@@ -42,6 +42,8 @@ import contextlib
 import inspect
 import json
 import re
+import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,7 +99,7 @@ from agent.integrations._sync import run_sync
 from agent.models.base import StopKind
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
 from agent.text import json_text
-from agent.tools import UNKNOWN_TOOL, said
+from agent.tools import UNKNOWN_TOOL, own_cancels, said
 from agent.verify import Verifier
 
 PROVIDER = "pydantic_ai"
@@ -128,7 +130,7 @@ class EndstateCapability(AbstractCapability[Any]):
         except BaseException as exc:
             self.recorder.model_ended(Usage(), error=exc)
             raise
-        _replied(self.recorder, response, ctx.model)
+        _replied(self.recorder, response, ctx.model, ctx.usage)
         return response
 
     async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
@@ -182,17 +184,18 @@ async def arun(
         agent_name=agent_name,
         help_seconds=help_seconds,
     )
-    totals = _Totals(before=_usage(run_kwargs.get("usage")))
-    try:
-        with recorder.running():
-            result = await _run(agent, user_prompt, recorder, run_kwargs, totals)
-    except (Exception, asyncio.CancelledError) as exc:
-        totals.count(recorder)
-        return _stopped(recorder, exc)
-    except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
-        totals.count(recorder)
-        _stopped(recorder, exc)
-        raise
+    totals = _Totals.of(run_kwargs.get("usage"))
+    with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+        try:
+            with recorder.running():
+                result = await _run(agent, user_prompt, recorder, run_kwargs, totals)
+        except (Exception, asyncio.CancelledError) as exc:
+            totals.count(recorder)
+            return _stopped(recorder, exc)
+        except BaseException as exc:  # a SystemExit, Ctrl-C, a library's own: the run ends, it goes on up
+            totals.count(recorder)
+            _stopped(recorder, exc)
+            raise
     totals.count(recorder)
     return _ended(recorder, result)
 
@@ -320,7 +323,7 @@ async def _observed_block(
     """The caller's block around a run Pydantic AI opens (`open_run(capabilities)`, an async context
     manager), reported by an `EndstateCapability`; `run.result` set when the block ends (`finished`:
     the run's result, None if it never reached its end)."""
-    totals = _Totals(before=_usage(run_kwargs.get("usage")))
+    totals = _Totals.of(run_kwargs.get("usage"))
     capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
     yielded, response = False, None
     try:
@@ -419,15 +422,61 @@ def _ended(recorder: Recorder, result: AgentRunResult[Any] | None) -> RunResult:
 @dataclass
 class _Totals:
     """Pydantic AI's own usage of the run (`RunUsage`, shared with a delegate agent given
-    `usage=ctx.usage`), and what it was when this segment began."""
+    `usage=ctx.usage`), what it was when this segment began, and what the observed runs sharing it
+    had seen of it then (`_SEEN`)."""
 
     before: Usage = field(default_factory=Usage)
     usage: Any = None  # the run's live `RunUsage`, once the run has shown it
+    seen_before: Usage = field(default_factory=Usage)
+
+    @classmethod
+    def of(cls, given: Any) -> _Totals:
+        """A segment's, as it begins with the `usage=` it was given (None: Pydantic AI makes one)."""
+        return cls(_usage(given), given, _SEEN.get(id(given), Usage()) if given is not None else Usage())
 
     def count(self, recorder: Recorder) -> None:
-        """The calls Pydantic AI counted in the run that its nested runs made unobserved."""
-        if self.usage is not None:
-            recorder.count_unseen(_usage(self.usage), self.before)
+        """The calls Pydantic AI counted in the run that its nested runs made unobserved: what it grew
+        by beyond the calls observed runs sharing it saw meanwhile (a delegate run at once beside
+        this one, given the same `usage`, is observed: its calls are its own, not this run's)."""
+        if self.usage is None:
+            return
+        seen = _SEEN.get(id(self.usage))
+        meanwhile = None if seen is None else _less(seen, self.seen_before)
+        recorder.count_unseen(_usage(self.usage), self.before, meanwhile)
+
+
+# What the observed runs saw of each live `RunUsage` (their model calls, which Pydantic AI adds to it),
+# by its id; an entry goes with its `RunUsage`. Delegates sharing one `usage` run at once (the tools of
+# one reply run concurrently): each tells its own calls from the others' by it.
+_SEEN: dict[int, Usage] = {}
+_SEEN_LOCK = threading.Lock()
+
+
+def _saw(usage: Any, call: Usage) -> None:
+    """An observed run's model call, which Pydantic AI added to `usage` (its run's `RunUsage`)."""
+    if usage is None:
+        return
+    key = id(usage)
+    with _SEEN_LOCK:
+        if key in _SEEN:
+            _SEEN[key] = _SEEN[key] + call
+            return
+        try:
+            weakref.finalize(usage, _SEEN.pop, key, None)
+        except TypeError:  # a usage that cannot be watched: its runs count as each saw it alone
+            return
+        _SEEN[key] = call
+
+
+def _less(now: Usage, before: Usage) -> Usage:
+    """The tokens of `now` beyond `before`."""
+    a, b = now, before
+    return Usage(
+        a.input_tokens - b.input_tokens,
+        a.output_tokens - b.output_tokens,
+        a.cache_read_tokens - b.cache_read_tokens,
+        a.cache_write_tokens - b.cache_write_tokens,
+    )
 
 
 def _usage(usage: Any) -> Usage:
@@ -536,13 +585,13 @@ async def _model_request(run: AgentRun[Any, Any], node: Any, recorder: Recorder)
         if response is None:
             recorder.model_ended(Usage(), error=exc)
         else:  # the response came, then a token or cost limit stopped the run
-            _replied(recorder, response, run.ctx.deps.model)
+            _replied(recorder, response, run.ctx.deps.model, run.usage)
         raise
     response = after.model_response if PAIAgent.is_call_tools_node(after) else _new_response(run, last)
     if response is None:  # a capability skipped the request without a response
         recorder.model_ended(Usage())
     else:
-        _replied(recorder, response, run.ctx.deps.model)
+        _replied(recorder, response, run.ctx.deps.model, run.usage)
     return after
 
 
@@ -710,10 +759,13 @@ def _runs(run: AgentRun[Any, Any], event: FunctionToolCallEvent, resumed: bool) 
     return tool is None or tool.kind not in _WAITS
 
 
-def _replied(recorder: Recorder, response: ModelResponse, model: Any) -> None:
-    """A response of `model` (the run's model for this step) ends its model call."""
+def _replied(recorder: Recorder, response: ModelResponse, model: Any, usage: Any) -> None:
+    """A response of `model` (the run's model for this step) ends its model call; Pydantic AI added
+    it to `usage`, the run's `RunUsage` (`_saw`)."""
+    used = _usage_of(response)
+    _saw(usage, used)
     recorder.model_ended(
-        _usage_of(response),
+        used,
         text=response.text or "",
         stop_reason=response.finish_reason or "end_turn",
         model=response.model_name or "",

@@ -27,6 +27,7 @@ word (`agent.stops.MESSAGES_API_STOPS`), unless the step sets `stop` itself.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 from collections.abc import Callable, Sequence
@@ -115,6 +116,14 @@ class ScriptedModel:
             return self._played(step, f"{number:03d}", request)
         after = last[0] + 1 if last else turn  # `then`'s replies are numbered on from the last one
         return self._played(step, f"{after:03d}", request, past=True)
+
+    def fresh(self) -> ScriptedModel:
+        """This script, to be played from its first step, with no request recorded: a copy (of a
+        subclass too), so that runs played each from one shared model (an eval's cases, from a catalog
+        whose build returns one agent) never go on from each other's place."""
+        copied = copy.copy(self)
+        copied._cursor, copied.requests = None, []
+        return copied
 
     def assert_used_up(self) -> None:
         """Fail when the script holds steps that no request reached: steps this model neither played

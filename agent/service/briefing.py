@@ -113,29 +113,63 @@ def last_steps(snapshot: Snapshot | None, n: int = STEPS_SHOWN) -> list[Step]:
 
 
 async def preview(record: RunRecord, catalog: Catalog) -> Preview:
-    """The pending call's preview, from the tool as the run's agent has it."""
+    """The pending call's preview, from the tool as the run's agent has it. The agent is built, and
+    the preview made, on the tools' daemon threads within PREVIEW_SECONDS in all: a build that waits
+    (on a server, a lock, a prompt) holds up no other run of the service, as it did on the loop."""
     assert record.pending is not None
-    try:  # building runs on the loop: catalogs need not be thread-safe
-        agent = catalog.entry(record.agent).build(record.state)
-    except (Exception, SystemExit) as exc:  # a catalog that cannot build the agent here: say so
-        return Preview(missing=f"No preview: the agent could not be built here ({_why(exc)}).")
-    found = agent.tool_named(record.pending.name)
-    if found is None or found.preview is None:
-        return Preview(missing="This tool gives no preview: the arguments above are all the call gets.")
     key = (record.run_id, record.pending.tool_use_id)
     if key in _RUNNING:  # a refresh while the last one still runs: no second thread for it
         return Preview(missing="No preview: the tool's preview of this call, started earlier, still runs.")
+    step: list[str] = []  # how far the thread got: "built" once the agent was
     try:
-        whole = await asyncio.wait_for(
-            _in_thread(key, found.preview, dict(record.pending.arguments)), PREVIEW_SECONDS
-        )
+        whole = await asyncio.wait_for(_in_thread(key, _previewed(record, catalog, step)), PREVIEW_SECONDS)
     except TimeoutError:
+        if not step:
+            return Preview(
+                missing=f"No preview: the agent could not be built here within {PREVIEW_SECONDS:g} s."
+            )
         return Preview(missing=f"No preview: the tool's preview took longer than {PREVIEW_SECONDS:g} s.")
+    except _Unbuilt as exc:  # a catalog that cannot build the agent here: say so
+        return Preview(missing=f"No preview: the agent could not be built here ({_why(exc.exc)}).")
+    except _NoPreview:
+        return Preview(missing="This tool gives no preview: the arguments above are all the call gets.")
     except Exception as exc:  # the tool's own code: its failure is shown, not raised
         failed = exc.exc if isinstance(exc, _Exited) else exc
         return Preview(missing=f"No preview: the tool's preview failed ({_why(failed)}).")
     cut = len(whole) > PREVIEW_CHARS
     return Preview(text=whole[:PREVIEW_CHARS] if cut else whole, length=len(whole) if cut else 0)
+
+
+class _Unbuilt(Exception):
+    """The catalog could not build the run's agent here (`SystemExit` of an argparse config too)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+class _NoPreview(Exception):
+    """The pending call's tool gives no preview (or the agent built here has no such tool)."""
+
+
+def _previewed(record: RunRecord, catalog: Catalog, step: list[str]) -> Callable[[], object]:
+    """What the preview's thread runs: build the run's agent (`step` says once it is built), then
+    the pending call's preview."""
+    assert record.pending is not None
+    pending = record.pending
+
+    def made() -> object:
+        try:
+            agent = catalog.entry(record.agent).build(record.state)
+        except (Exception, SystemExit) as exc:
+            raise _Unbuilt(exc) from exc
+        step.append("built")
+        found = agent.tool_named(pending.name)
+        if found is None or found.preview is None:
+            raise _NoPreview
+        return found.preview(dict(pending.arguments))
+
+    return made
 
 
 class _Exited(Exception):
@@ -150,10 +184,8 @@ class _Exited(Exception):
 _RUNNING: set[tuple[str, str]] = set()  # (run id, call id) of the previews running now
 
 
-async def _in_thread(
-    key: tuple[str, str], make: Callable[[dict[str, Any]], object], arguments: dict[str, Any]
-) -> str:
-    """`make(arguments)` as text on the tools' daemon threads, marked running under `key` until it
+async def _in_thread(key: tuple[str, str], make: Callable[[], object]) -> str:
+    """`make()` as text on the tools' daemon threads, marked running under `key` until it
     returns. The value is printed there too: its `__str__` is the tool's own code, which may fail
     (`SystemExit` too) or hang like the preview itself, and on the loop it would stop the service.
 
@@ -164,7 +196,7 @@ async def _in_thread(
 
     def job() -> str:
         try:
-            return str(make(arguments))
+            return str(make())
         except Exception:
             raise
         except BaseException as exc:  # raised in `wait_for`'s task, it would stop the service's loop

@@ -39,7 +39,7 @@ from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _registry
 from agent.temporal import _wire as w
 from agent.temporal._attempts import Attempts
-from agent.tools import UNKNOWN_TOOL, execute, plain_error, said_soon
+from agent.tools import UNKNOWN_TOOL, _in_daemon_thread, execute, plain_error, said_soon
 from agent.verify import run_verifiers
 
 log = logging.getLogger("endstate.temporal")
@@ -107,7 +107,7 @@ class EndstateActivities:
                     state = await asyncio.to_thread(
                         prepare_within, run["agent"], entry, state, run["run_id"], _prepare_seconds()
                     )
-            agent = self._build({**run, "state": state})
+            agent = await self._build({**run, "state": state})
         except ConfigError as exc:
             raise self._refusal(run, exc) from exc
         except PrepareHangs as exc:  # tried again, it would hang again (and hold one more thread)
@@ -123,7 +123,7 @@ class EndstateActivities:
         A call cut off (by the run's time budget, `call["seconds"]`, or by the
         workflow's cancel) fails with what it used, for the workflow to charge.
         """
-        agent = self._agent(call["run"])
+        agent = await self._agent(call["run"])
         async with _heartbeats():
             with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
                 shared = self._attempts.call(lambda: _complete(agent, call), cut)  # once for all attempts
@@ -157,7 +157,7 @@ class EndstateActivities:
         """`model`, its input naming long texts by digest: `{"missing": [...]}` (no call made) when
         this worker does not keep some of them; the workflow then sends those in full."""
         run = call["run"]
-        self._agent(run)  # refused first: a worker that lacks it asks for no texts (see `_agent`)
+        await self._agent(run)  # refused first: a worker that lacks it asks for no texts (see `_agent`)
         self._results.keep(run["run_id"], run["task"])  # every input carries it: a task entry needs no asking
         missing: list[str] = []
         journal = self._journal(run["run_id"], call["request"]["journal"], missing)
@@ -171,7 +171,7 @@ class EndstateActivities:
         """`model_by_digest`, its input naming the journal's settled prefix by the roots of a tree of
         chunks (`_wire.CHUNK`): `{"missing": [...]}` names the nodes and texts this worker lacks."""
         request = call["request"]
-        self._agent(call["run"])  # refused first, as in `model_by_digest`
+        await self._agent(call["run"])  # refused first, as in `model_by_digest`
         missing: list[str] = []
         run_id = call["run"]["run_id"]
         self._results.keep(run_id, call["run"]["task"])
@@ -207,7 +207,7 @@ class EndstateActivities:
 
     async def _tool(self, call: dict[str, Any]) -> dict[str, Any]:
         run = call["run"]
-        agent = self._agent(run)
+        agent = await self._agent(run)
         found = agent.tool_named(call["name"])
         if found is None:
             text = f"Error: this worker's agent {agent.name!r} has no tool {call['name']!r}."
@@ -245,7 +245,7 @@ class EndstateActivities:
         """`verify`, its input naming long texts by digest: `{"missing": [...]}` (no verifier run) when
         this worker does not keep some of them; else `{"failures": [...]}`."""
         run = check["run"]
-        self._agent(run)  # refused first, as in `model_by_digest`
+        await self._agent(run)  # refused first, as in `model_by_digest`
         self._results.keep(run["run_id"], run["task"])  # every input carries it: a task entry needs no asking
         missing: list[str] = []
         calls = self._calls(run["run_id"], check["calls"], missing)
@@ -261,7 +261,7 @@ class EndstateActivities:
         and `model_chunked` do; read in the order the workflow built it (calls, then journal)."""
         run = check["run"]
         run_id = run["run_id"]
-        self._agent(run)  # refused first, as in `model_by_digest`
+        await self._agent(run)  # refused first, as in `model_by_digest`
         self._results.keep(run_id, run["task"])
         missing: list[str] = []
         self._keep_nodes(run_id, check.get("call_nodes") or {}, missing, calls=True)
@@ -277,7 +277,7 @@ class EndstateActivities:
     async def _verified(
         self, run: dict[str, Any], calls: list[CallRecord], journal: list[dict[str, Any]], note: str
     ) -> list[str]:
-        agent = self._agent(run)
+        agent = await self._agent(run)
         ctx = _context(run, calls, journal, note)
         async with _heartbeats():
             try:
@@ -317,7 +317,7 @@ class EndstateActivities:
         as the store's runner gives such a run back."""
         run = check["run"]
         try:
-            agent = self._agents.get(_execution(run["run_id"])) or self._build(run)
+            agent = self._agents.get(_execution(run["run_id"])) or await self._build(run)
         except ConfigError as exc:
             said = (
                 f"this worker cannot go on with run {run['run_id']}: {exc}. Deploy a worker whose catalog "
@@ -409,7 +409,7 @@ class EndstateActivities:
 
     # -- agents --------------------------------------------------------
 
-    def _agent(self, run: dict[str, Any]) -> Agent:
+    async def _agent(self, run: dict[str, Any]) -> Agent:
         """The run's agent on this worker, built once per execution of the run."""
         key = _execution(run["run_id"])
         found = self._agents.get(key)
@@ -417,7 +417,7 @@ class EndstateActivities:
             self._agents.move_to_end(key)
             return found
         try:
-            return self._build(run)
+            return await self._build(run)
         except ConfigError as exc:
             raise self._refusal(run, exc) from exc
 
@@ -467,9 +467,13 @@ class EndstateActivities:
         except ConfigError as exc:
             raise Lacking(f"{exc}{ONE_CATALOG}", f"this worker's catalog has no agent {agent!r}") from exc
 
-    def _build(self, run: dict[str, Any]) -> Agent:
+    async def _build(self, run: dict[str, Any]) -> Agent:
+        """The run's agent from the catalog, built on a daemon thread (as a sync tool runs): a build
+        that waits (a server, a lock, a prompt) holds up no other run's activities on the worker's
+        loop, nor a thread of its default executor for good. Kept in the worker's cache of the run's
+        execution."""
         entry = self._entry(run["agent"])
-        agent = entry.build(dict(run["state"]))
+        agent = await _in_daemon_thread(functools.partial(entry.build, dict(run["state"])), {})
         if not isinstance(agent, Agent):
             raise ConfigError(
                 f"agent {run['agent']!r} is a foreign ({agent.framework}) agent: Temporal runs Endstate "
