@@ -82,7 +82,9 @@ class Service:
         """`call(*args, **kwargs)` on the service's one thread for the runner's starts, claims,
         recovery and sweeps. A store that waits for a lock there (SQLite's busy timeout, PostgreSQL's
         lock_timeout) holds that thread, never the event loop: `/healthz` and every read still
-        answer. One thread: the catalog is still called once at a time (it need not be thread-safe)."""
+        answer. One thread: starts, claims, recoveries and sweeps go one at a time. (The inbox's
+        previews build agents on threads of their own, beside these: a catalog's `build` may be
+        called from two threads at once.)"""
         if self._calls is None:
             self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-service-calls")
         loop = asyncio.get_running_loop()
