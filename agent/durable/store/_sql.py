@@ -526,6 +526,38 @@ class SqlStore:
                 "fix the row or delete the run"
             ) from exc
 
+    def journal_tail(self, run_id: str, count: int) -> Snapshot | None:
+        """The run's snapshot with only the last `count` entries of its journal (all of them when it
+        holds fewer), read and decoded alone: what a page that shows a run's last steps needs, at a
+        cost that does not grow with the run's length. Its end is checked as `snapshot` checks the
+        whole (an entry missing among them, or its last ones lost: `DamagedJournal`); the entries
+        before it are not read. A version-1 snapshot (no entries of its own) is read whole."""
+        record = self.get(run_id)
+        if record is None or not record.snapshot_json:
+            return None
+        length = record.journal_length
+        if length is None or count >= length or _head_version(record.snapshot_json) == 1:
+            whole = self.snapshot(run_id)
+            return None if whole is None else dataclasses.replace(whole, journal=whole.journal[-count:])
+        rows = self._rows(
+            f"SELECT seq, entry FROM {ENTRIES} WHERE run_id = ? AND seq >= ? ORDER BY seq",
+            (run_id, length - count),
+            retry=True,
+        )
+        first = length - count
+        for i, row in enumerate(rows):
+            if int(row["seq"]) != first + i:
+                raise DamagedJournal(
+                    f"run {run_id}: its journal entry {first + i} is missing (the next is {row['seq']}); "
+                    f"nothing was changed. {damaged_run(run_id)}"
+                )
+        if len(rows) < count:
+            raise short_journal(run_id, first + len(rows), length)
+        try:
+            return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
+        except SnapshotError as exc:
+            raise UnreadableSnapshot(f"run {run_id}: its stored snapshot cannot be read ({exc})") from exc
+
     def list_runs(
         self,
         status: RunStatus | None = None,
@@ -935,6 +967,15 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
 
 def _head_or_none(snap: Snapshot | None) -> dict[str, Any]:
     return head_values(snap) if snap is not None else {"snapshot": None, "head_version": None}
+
+
+def _head_version(head: str) -> object:
+    """The version a stored snapshot's head says (None when it says none, or is no JSON object)."""
+    try:
+        data = json.loads(head)
+    except ValueError:
+        return None
+    return data.get("version") if isinstance(data, dict) else None
 
 
 def record_of(row: Row) -> RunRecord:
