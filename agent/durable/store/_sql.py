@@ -66,6 +66,12 @@ LIST_COLUMNS = (
     "last_answer_by, last_answer_at, last_answer_kind, last_answer, journal_length"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
+# A finished run's stop and usage, and the columns a record must have (read as empty): `finished_since`
+USAGE_COLUMNS = (
+    "run_id, agent, '' AS task, task_type, status, NULL AS state, NULL AS pending, started_at, updated_at, "
+    "ended_at, stop_reason, stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, "
+    "cache_read_tokens, cache_write_tokens, active_seconds, waiting_seconds, verified, interrupted, segments"
+)
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
 # these rows only, and a planner can match a literal condition to them without knowing a parameter.
 WAITING = f"status = '{RunStatus.WAITING}'"
@@ -570,6 +576,19 @@ class SqlStore:
         sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}"
         rows = self._rows(sql, params, retry=True)
         return records_of(rows)
+
+    def finished_since(self, since: float | None, limit: int = 1_000_000) -> Listing:
+        """The finished runs that ended at `since` or later (all of them when None), newest first,
+        with what their usage and stop say (no texts, state or journal): what `limits suggest` reads.
+        The window is the store's to apply, so a week's suggestion reads the week's runs, not every
+        run the store ever kept (and each whole)."""
+        when = " AND COALESCE(ended_at, updated_at) >= ?" if since is not None else ""
+        sql = (
+            f"SELECT {USAGE_COLUMNS} FROM {TABLE} WHERE status = ?{when} ORDER BY started_at DESC "
+            f"LIMIT {int(limit)}"
+        )
+        params: list[Any] = [RunStatus.FINISHED, *([since] if since is not None else [])]
+        return records_of(self._rows(sql, params, retry=True))
 
     def overview(
         self,
