@@ -193,15 +193,13 @@ class HistoryPolicy:
         if not self.enabled:
             return list(journal)
         first = 1 if journal and isinstance(journal[0], Task) else 0
-        start, summary, cleared = 0, None, set[int]()
-        for s in (e for e in journal if isinstance(e, Shrunk)):
-            cleared |= _cleared_by(journal, s.upto, self.keep_last)
-            if s.summary is not None:
-                start, summary = s.upto, s.summary
+        start, summary = _last_summary(journal)
+        begin = max(start, first)
+        cleared = _cleared_from(journal, begin, _furthest(journal), self.keep_last)
         out: list[Entry] = list(journal[:first])
         if summary is not None:
             out.append(Note(SUMMARY.format(summary=summary)))
-        for i in range(max(start, first), len(journal)):
+        for i in range(begin, len(journal)):
             out.extend(self.shown(journal[i], i in cleared))
         return out
 
@@ -356,10 +354,50 @@ def _cleared_lately(journal: Sequence[Entry]) -> bool:
     return False
 
 
-def _cleared_by(journal: Sequence[Entry], upto: int, keep: int) -> set[int]:
-    """The results a shrink at `upto` clears: all before it but the last `keep` of them."""
-    found = [i for i in range(min(upto, len(journal))) if isinstance(journal[i], Result)]
-    return set(found[: max(0, len(found) - keep)])
+def _last_summary(journal: Sequence[Entry]) -> tuple[int, str | None]:
+    """Where the view starts, the last summary's `upto` (0 when none), and that summary: read from the
+    end."""
+    for i in range(len(journal) - 1, -1, -1):
+        entry = journal[i]
+        if isinstance(entry, Shrunk) and entry.summary is not None:
+            return entry.upto, entry.summary
+    return 0, None
+
+
+def _furthest(journal: Sequence[Entry]) -> int:
+    """How far the shrinks cleared: the largest `upto` of any shrink.
+    A shrink at `upto` clears the results before it but the last `keep` of them, a first part of the
+    run's results that grows with `upto`: together the shrinks clear what the one reaching furthest
+    clears. Read from the end, and only back to that `upto`: a shrink recorded at an entry reaches
+    no further than the entry (the journal's length when it was recorded, or less for a summary), so
+    that rebuilding the view of a long run costs what the view holds, not the run's length times its
+    shrinks."""
+    upto, i = 0, len(journal) - 1
+    while i >= upto:
+        entry = journal[i]
+        if isinstance(entry, Shrunk):
+            upto = max(upto, entry.upto)
+        i -= 1
+    return min(upto, len(journal))
+
+
+def _cleared_from(journal: Sequence[Entry], begin: int, upto: int, keep: int) -> set[int]:
+    """The results from `begin` on that the shrinks reaching `upto` cleared: those before `upto` but
+    the last `keep` results before it."""
+    found = [i for i in range(begin, upto) if isinstance(journal[i], Result)]
+    kept = _last_results(journal, upto, keep)
+    return set(found) - kept
+
+
+def _last_results(journal: Sequence[Entry], upto: int, keep: int) -> set[int]:
+    """The indices of the last `keep` results before `upto` (fewer when there are fewer)."""
+    found: set[int] = set()
+    i = upto - 1
+    while i >= 0 and len(found) < keep:
+        if isinstance(journal[i], Result):
+            found.add(i)
+        i -= 1
+    return found
 
 
 def _results_to_clear(journal: Sequence[Entry], keep: int) -> bool:
@@ -367,9 +405,12 @@ def _results_to_clear(journal: Sequence[Entry], keep: int) -> bool:
 
 
 def _newly_cleared(journal: Sequence[Entry], keep: int) -> set[int]:
-    """The results a clear now would clear that no earlier shrink cleared."""
-    cleared = set().union(*(_cleared_by(journal, e.upto, keep) for e in journal if isinstance(e, Shrunk)))
-    return _cleared_by(journal, len(journal), keep) - cleared
+    """The results a clear now would clear that no earlier shrink cleared: before the end but the last
+    `keep`, and not before the furthest earlier shrink but the last `keep` before it."""
+    upto = _furthest(journal)
+    begin = min(_last_results(journal, upto, keep), default=upto)  # cleared before it: cleared already
+    now = _cleared_from(journal, begin, len(journal), keep)
+    return now - _cleared_from(journal, begin, upto, keep)
 
 
 def _clearable_chars(journal: Sequence[Entry], policy: HistoryPolicy) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,23 @@ from agent.usage import Usage
 log = logging.getLogger("endstate")
 
 MOST_NAMED_PAIRS = 1000  # pairs of (asked, named) models warned of: a server may name any model
+MOST_SAID = 1000  # warnings the process remembers having given (see `_first_time`)
+
+_said: set[tuple[str, ...]] = set()
+_said_lock = threading.Lock()
+
+
+def _first_time(*key: str) -> bool:
+    """True the first time in this process a warning of `key` is to be given. A runner or service
+    builds an agent, and so a price table, for every run: a warning once per table was one a run,
+    as many lines as runs for a model of the fleet with no price. The first `MOST_SAID` keys are
+    remembered (a server may name any model); past them each table still warns once."""
+    with _said_lock:
+        if key in _said:
+            return False
+        if len(_said) < MOST_SAID:
+            _said.add(key)
+        return True
 
 
 class PriceTable:
@@ -48,9 +66,10 @@ class PriceTable:
 
     `overrides` replace or extend the table's prices (None for a model: its price is
     unknown). Each is checked when the table is made. A model with no known
-    price costs `None` from `cost_of` (never $0): the first time per model a
-    warning is logged, and `on_unknown(model)` is called on every such call
-    (a counter hook for telemetry).
+    price costs `None` from `cost_of` (never $0): the first time per model in the
+    process a warning is logged (not once per table: a runner builds an agent a
+    run), and `on_unknown(model)` is called on every such call (a counter hook for
+    telemetry).
     """
 
     def __init__(
@@ -259,6 +278,8 @@ class PriceTable:
         if (model, named) in self._named or len(self._named) >= MOST_NAMED_PAIRS:
             return
         self._named.add((model, named))
+        if not _first_time("named", model, named, how):
+            return
         log.warning(
             "a call of model %r was answered by a reply naming another model, %r: %s "
             "(a server-side fallback or a gateway's routing may do this; a price given for %r, "
@@ -286,17 +307,24 @@ class PriceTable:
         """Warn once per model that a call's input count was no count, so its cost is unknown."""
         if (model, COUNT_UNKNOWN) not in self._warned:
             self._warned.add((model, COUNT_UNKNOWN))
+            if not _first_time("uncounted", model):
+                return
             log.warning(
                 "a call of model %r gave no count of its input that a call could have: "
                 "its cost is reported as unknown, never as a number it did not say",
                 model,
             )
 
+    def _first_time_unknown(self, model: str, apart: str) -> bool:
+        """True the first time this table, and the process, warn that `model` (priced `apart`) has no
+        price, for the same reason."""
+        self._warned.add((model, apart))
+        return _first_time("unknown", model, apart, "" if apart else self.unknown_reason(model))
+
     def _report_unknown(self, model: str, *, apart: str = "") -> None:
         """Warn once per model (and once more for each way a call of it is priced `apart`: fast
         mode, Priority Tier), and count every call."""
-        if (model, apart) not in self._warned:
-            self._warned.add((model, apart))
+        if (model, apart) not in self._warned and self._first_time_unknown(model, apart):
             if apart:
                 log.warning(
                     "no %s price for model %r (%s, priced apart): its cost is reported as unknown%s",

@@ -110,6 +110,17 @@ def callers_context_restored() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def price_warnings_said_afresh() -> None:
+    """Each test starts as a new process would: no warning of a model's price said yet (the price
+    tables of a process say each once, `agent.prices._first_time`), so a test that reads one does not
+    depend on which tests ran before it in the same worker."""
+    import agent.prices
+
+    with agent.prices._said_lock:
+        agent.prices._said.clear()
+
+
+@pytest.fixture(autouse=True)
 def no_real_model_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Fail any test whose code sends an HTTP request off this machine.
 

@@ -647,12 +647,15 @@ def history_from_store(url: str | None = None, window_seconds: float | None = No
     from agent.durable.store import RunStatus, open_store
 
     store = open_store(url, create=False)
+    since = time.time() - window_seconds if window_seconds else None
     try:
-        records = store.list_runs(RunStatus.FINISHED, limit=1_000_000)
+        if (finished_since := getattr(store, "finished_since", None)) is not None:  # the window in SQL
+            records = finished_since(since)
+        else:
+            records = store.list_runs(RunStatus.FINISHED, limit=1_000_000)
         labels = {r.run_id: r.label for r in store.reviews()}  # in order: the latest label wins
     finally:
         store.close()
-    since = time.time() - window_seconds if window_seconds else None
     recent = [r for r in records if since is None or (r.ended_at or r.updated_at) >= since]
     return RecordHistory([PastRun.from_dict(r.to_dict() | {"label": labels.get(r.run_id)}) for r in recent])
 

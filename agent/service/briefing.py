@@ -21,7 +21,7 @@ from agent._state import calls_of
 from agent.durable.catalog import Catalog
 from agent.durable.store import RunRecord
 from agent.errors import EndstateError
-from agent.journal import Journal
+from agent.journal import Entry, Journal, Reply, Result
 from agent.service.visible import visible_json
 from agent.snapshot import Snapshot
 from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung preview never blocks exit
@@ -29,6 +29,7 @@ from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung prev
 log = logging.getLogger("endstate.service")
 
 STEPS_SHOWN = 5  # the last tool calls a briefing lists
+TAIL_ENTRIES = 64  # the journal entries read first for them (see `journal_end`)
 ARGUMENTS_CHARS = 300
 RESULT_CHARS = 300
 PREVIEW_CHARS = 20_000
@@ -91,7 +92,7 @@ async def _preview_if_pending(record: RunRecord, catalog: Catalog) -> Preview | 
 def steps_of(store: Any, record: RunRecord) -> tuple[list[Step], str]:
     """The run's last steps; none, and why, when its journal cannot be read (a damaged row)."""
     try:
-        return last_steps(store.snapshot(record.run_id)), ""
+        return last_steps(journal_end(store, record.run_id)), ""
     except EndstateError as exc:
         log.warning("run %s: its journal cannot be read for the inbox: %s", record.run_id, exc)
         return [], f"Its journal cannot be read ({clip(str(exc), 200)}): the store row is damaged."
@@ -99,6 +100,37 @@ def steps_of(store: Any, record: RunRecord) -> tuple[list[Step], str]:
 
 def _expired(r: RunRecord, now: float) -> bool:
     return r.deadline is not None and r.deadline <= now
+
+
+def journal_end(store: Any, run_id: str, n: int = STEPS_SHOWN) -> Snapshot | None:
+    """The run's snapshot with as much of its journal's end as its last `n` tool calls need (each
+    with the reply that made it): read from the end, `TAIL_ENTRIES` entries first, twice as many each
+    time they are not enough. A page of 50 waiting runs read each whole journal for its last 5
+    calls, at a cost that grew with each run's length (and held each whole in memory); a store with
+    no `journal_tail` (Temporal's) is asked for the snapshot."""
+    tail = getattr(store, "journal_tail", None)
+    if tail is None:
+        snapshot: Snapshot | None = store.snapshot(run_id)
+        return snapshot
+    count = TAIL_ENTRIES
+    while True:
+        snapshot = tail(run_id, count)
+        if snapshot is None or len(snapshot.journal) < count or _holds_calls(snapshot.journal, n):
+            return snapshot
+        count *= 2
+
+
+def _holds_calls(journal: list[Entry], n: int) -> bool:
+    """True when `journal` (the end of a run's) holds its last `n` calls that ran and the replies
+    that made them."""
+    made: set[str] = set()
+    ran: list[str] = []
+    for entry in journal:
+        if isinstance(entry, Reply):
+            made.update(c.id for c in entry.calls)
+        elif isinstance(entry, Result) and entry.ran:
+            ran.append(entry.call_id)
+    return len(ran) >= n and all(call_id in made for call_id in ran[-n:])
 
 
 def last_steps(snapshot: Snapshot | None, n: int = STEPS_SHOWN) -> list[Step]:

@@ -39,7 +39,7 @@ from agent.durable.runner import RUN_ID
 from agent.durable.store import RunRecord
 from agent.durable.store.base import Review, when
 from agent.errors import EndstateError
-from agent.service.briefing import Step, last_steps, steps_of
+from agent.service.briefing import Step, journal_end, last_steps, steps_of
 from agent.service.config import Service
 from agent.service.http import Problem, notice_of, notice_params, status_of
 from agent.service.inbox import (
@@ -265,7 +265,7 @@ class ReviewPages:
 
     async def _run_content(self, record: RunRecord, is_in: bool, reviewer: str) -> str:
         run_id = record.run_id
-        steps = await run_in_threadpool(lambda: last_steps(self.store.snapshot(run_id)))
+        steps = await run_in_threadpool(lambda: last_steps(journal_end(self.store, run_id)))
         labels = await run_in_threadpool(self.store.reviews, 0, [run_id])
         view = View(path=QUEUE)
         form = label_form(record, view, reviewer, again=bool(labels)) if is_in else ""

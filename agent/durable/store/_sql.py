@@ -66,6 +66,12 @@ LIST_COLUMNS = (
     "last_answer_by, last_answer_at, last_answer_kind, last_answer, journal_length"
 )
 ALL_COLUMNS = LIST_COLUMNS + ", snapshot"
+# A finished run's stop and usage, and the columns a record must have (read as empty): `finished_since`
+USAGE_COLUMNS = (
+    "run_id, agent, '' AS task, task_type, status, NULL AS state, NULL AS pending, started_at, updated_at, "
+    "ended_at, stop_reason, stop_limit, turns, input_tokens, output_tokens, cost_usd, cost_known, "
+    "cache_read_tokens, cache_write_tokens, active_seconds, waiting_seconds, verified, interrupted, segments"
+)
 # The runs waiting for a person, with the status written out: the partial indexes of schema 10 hold
 # these rows only, and a planner can match a literal condition to them without knowing a parameter.
 WAITING = f"status = '{RunStatus.WAITING}'"
@@ -526,6 +532,38 @@ class SqlStore:
                 "fix the row or delete the run"
             ) from exc
 
+    def journal_tail(self, run_id: str, count: int) -> Snapshot | None:
+        """The run's snapshot with only the last `count` entries of its journal (all of them when it
+        holds fewer), read and decoded alone: what a page that shows a run's last steps needs, at a
+        cost that does not grow with the run's length. Its end is checked as `snapshot` checks the
+        whole (an entry missing among them, or its last ones lost: `DamagedJournal`); the entries
+        before it are not read. A version-1 snapshot (no entries of its own) is read whole."""
+        record = self.get(run_id)
+        if record is None or not record.snapshot_json:
+            return None
+        length = record.journal_length
+        if length is None or count >= length or _head_version(record.snapshot_json) == 1:
+            whole = self.snapshot(run_id)
+            return None if whole is None else dataclasses.replace(whole, journal=whole.journal[-count:])
+        rows = self._rows(
+            f"SELECT seq, entry FROM {ENTRIES} WHERE run_id = ? AND seq >= ? ORDER BY seq",
+            (run_id, length - count),
+            retry=True,
+        )
+        first = length - count
+        for i, row in enumerate(rows):
+            if int(row["seq"]) != first + i:
+                raise DamagedJournal(
+                    f"run {run_id}: its journal entry {first + i} is missing (the next is {row['seq']}); "
+                    f"nothing was changed. {damaged_run(run_id)}"
+                )
+        if len(rows) < count:
+            raise short_journal(run_id, first + len(rows), length)
+        try:
+            return Snapshot.from_parts(record.snapshot_json, [r["entry"] for r in rows])
+        except SnapshotError as exc:
+            raise UnreadableSnapshot(f"run {run_id}: its stored snapshot cannot be read ({exc})") from exc
+
     def list_runs(
         self,
         status: RunStatus | None = None,
@@ -538,6 +576,19 @@ class SqlStore:
         sql = f"SELECT {LIST_COLUMNS} FROM {TABLE} {where} ORDER BY started_at DESC{cap}"
         rows = self._rows(sql, params, retry=True)
         return records_of(rows)
+
+    def finished_since(self, since: float | None, limit: int = 1_000_000) -> Listing:
+        """The finished runs that ended at `since` or later (all of them when None), newest first,
+        with what their usage and stop say (no texts, state or journal): what `limits suggest` reads.
+        The window is the store's to apply, so a week's suggestion reads the week's runs, not every
+        run the store ever kept (and each whole)."""
+        when = " AND COALESCE(ended_at, updated_at) >= ?" if since is not None else ""
+        sql = (
+            f"SELECT {USAGE_COLUMNS} FROM {TABLE} WHERE status = ?{when} ORDER BY started_at DESC "
+            f"LIMIT {int(limit)}"
+        )
+        params: list[Any] = [RunStatus.FINISHED, *([since] if since is not None else [])]
+        return records_of(self._rows(sql, params, retry=True))
 
     def overview(
         self,
@@ -935,6 +986,15 @@ def _result_values(outcome: Outcome) -> dict[str, Any]:
 
 def _head_or_none(snap: Snapshot | None) -> dict[str, Any]:
     return head_values(snap) if snap is not None else {"snapshot": None, "head_version": None}
+
+
+def _head_version(head: str) -> object:
+    """The version a stored snapshot's head says (None when it says none, or is no JSON object)."""
+    try:
+        data = json.loads(head)
+    except ValueError:
+        return None
+    return data.get("version") if isinstance(data, dict) else None
 
 
 def record_of(row: Row) -> RunRecord:
