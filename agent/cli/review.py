@@ -12,7 +12,15 @@ from typing import Any
 from agent._args import given, given_path
 from agent.budget import MAX_COUNT
 from agent.cli._help import above_zero, current_user
-from agent.cli.runs import STORE_HELP, add_filter_args, catalog_needed, of_filter, plain, store_on
+from agent.cli.runs import (
+    STORE_HELP,
+    add_filter_args,
+    catalog_needed,
+    local_time,
+    of_filter,
+    plain,
+    store_on,
+)
 from agent.durable import review
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
@@ -223,9 +231,10 @@ def run_prune(args: argparse.Namespace) -> int:
 
 
 def queue_line(r: Any) -> str:
-    """One run to review: id, agent, how it stopped, when, its trace id (`-`: none), and its note."""
+    """One run to review: id, agent, how it stopped, when (local time and its offset from UTC, as `runs`
+    and `pending` say it), its trace id (`-`: none), and its note."""
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "")
-    ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ended_at or r.updated_at))
+    ended = local_time(r.ended_at or r.updated_at)
     note = one_line(r.note or r.output or r.summary)
     note = note if len(note) <= 80 else note[:77] + "..."
     turns = "turn " if r.turns == 1 else "turns"  # aligned with "turns"
