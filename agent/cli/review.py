@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,6 +21,7 @@ from agent.cli.runs import (
     store_on,
 )
 from agent.durable import review
+from agent.durable._storetime import StoreClock
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
 from agent.durable.store.urls import shown_url
@@ -223,9 +223,10 @@ def run_promote(args: argparse.Namespace) -> int:
 def run_prune(args: argparse.Namespace) -> int:
     age = review.duration("--older-than", args.older_than)
     with _store(args) as store:
-        pruned = review.prune(store, age)
+        now = StoreClock(store).time()  # the store's clock, which stamped when each run ended
+        pruned = review.prune(store, age, now)
         where = store.shown
-    before = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(time.time() - age))
+    before = local_time(now - age)
     print(f"pruned {plural(pruned, 'finished run')} that ended before {before} from {where}")
     return 0
 
