@@ -844,6 +844,9 @@ async def run_tool(
     way (`ToolOutcome.lost`) suspends the run: a person says whether it took effect."""
     if run.pending is not None:  # no side effect before every earlier checkpoint is durable
         await durable(run)
+    check = getattr(agent.checkpoint, "lease_check", None)  # a runner's: see `Runner._lease_check`
+    if check is not None and (held := check()) is not None:
+        await held  # nor while another worker may hold the run (this one stalled past its lease)
     obs.tool_started(call)
     object.__setattr__(run.ctx, "call_id", call.id)  # the loop's own write: past the identity guard
     left = run.seconds_left()

@@ -251,6 +251,7 @@ class _RunTrace(RunObserver):
     ) -> None:
         self._spans, self._info = spans, info
         self._redact, self._capture = redact, capture
+        self._clock = _Anchored()  # what every span of the segment is timed by
         self._history = _content.HistoryJson(redact)  # converts each message of the run once
         self._events = events
         self._shape, self._planned = shape, planned
@@ -278,9 +279,20 @@ class _RunTrace(RunObserver):
             self._shape.run_name,
             parent,
             _run_attributes(info, self._shape),
-            _ns(info.started_at) if info.started_at > 0 else None,
+            self._run_start(),
             _links(info.continues),
         )
+
+    def _run_start(self) -> int:
+        """When the run span begins: as the segment is observed here, on the clock of its spans; a
+        replayed segment's at its own start, which came before (`RunInfo.replayed`). Not at the run's
+        `started_at` for a live one: that is by the run's clock (a run store's, Temporal's, a test's),
+        and a run clock a minute ahead of this host's made a run span of a few seconds end before it
+        began, its turns outside it."""
+        began = self._clock.start_ns
+        if not self._info.replayed or self._info.started_at <= 0:
+            return began
+        return min(_ns(self._info.started_at), began)
 
     def _planned_span(self) -> trace.Span:
         """A stand-in with the planned ids, parent of the segment's spans: the run span itself is made
@@ -312,7 +324,7 @@ class _RunTrace(RunObserver):
                 return
             if self._turn is not None or self._chat is not None or self._tools:
                 self.turn_ended()
-            turn = self._turn = _Turn(index, time.time_ns(), continued)
+            turn = self._turn = _Turn(index, self._clock.now_ns(), continued)
             if self._held:  # an approved tool run on resume, before the turn it completes
                 turn.calls, self._held = self._held, []
                 turn.start_ns = min(turn.start_ns, *(call.start_ns for call in turn.calls))
@@ -341,7 +353,7 @@ class _RunTrace(RunObserver):
                     for call in turn.calls:
                         self._span_of(call, parent)
             finally:  # begun, so ended: a call's span failing leaves no turn span open
-                spans.close(span, time.time_ns(), turn.events)
+                spans.close(span, self._clock.now_ns(), turn.events)
         except BaseException:
             hook_failed("turn_ended (spans)")
 
@@ -366,7 +378,7 @@ class _RunTrace(RunObserver):
                     content[n.GEN_AI_SYSTEM_INSTRUCTIONS] = _content.system_json(request.system, self._redact)
                 if self._capture:
                     attributes.update(content)
-            self._chat = _Call(name, time.time_ns(), attributes, SpanKind.CLIENT, content)
+            self._chat = _Call(name, self._clock.now_ns(), attributes, SpanKind.CLIENT, content)
         except BaseException:
             hook_failed("model_started (spans)")
 
@@ -417,7 +429,7 @@ class _RunTrace(RunObserver):
             if self._capture:
                 attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = _content.value_json(call.arguments, self._redact)
             name = f"{n.SPAN_EXECUTE_TOOL} {attributes[n.GEN_AI_TOOL_NAME]}"
-            self._tools[call.id] = _Call(name, time.time_ns(), attributes)
+            self._tools[call.id] = _Call(name, self._clock.now_ns(), attributes)
         except BaseException:
             hook_failed("tool_started (spans)")
 
@@ -457,11 +469,11 @@ class _RunTrace(RunObserver):
             if failures:
                 attributes[n.AGENT_VERIFY_FAILURES] = [self._short(f) for f in failures]
             if self._turn is not None:
-                self._turn.events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
+                self._turn.events.append((n.EVENT_VERIFY, attributes, self._clock.now_ns()))
             elif self._planned is not None:  # the run span is made at the end (see `_planned_span`)
-                self._run_events.append((n.EVENT_VERIFY, attributes, time.time_ns()))
+                self._run_events.append((n.EVENT_VERIFY, attributes, self._clock.now_ns()))
             else:
-                self._span.add_event(n.EVENT_VERIFY, attributes)
+                self._span.add_event(n.EVENT_VERIFY, attributes, self._clock.now_ns())
         except BaseException:
             hook_failed("verified (spans)")
 
@@ -513,7 +525,7 @@ class _RunTrace(RunObserver):
         """End the run span and make the caller's context current again, even when ending it raises:
         no run span left open, and no later run in the caller's task made a child of this one."""
         try:
-            self._span.end()
+            self._span.end(self._clock.now_ns())
         finally:
             self._restore_callers_context()
 
@@ -546,7 +558,7 @@ class _RunTrace(RunObserver):
     def _emit(self, call: _Call, ended: dict[str, Any] | None = None) -> None:
         """A call ended (with `ended` added to its attributes): the open turn takes it, or the
         next one; once the segment has ended, its span is made under the run's."""
-        call.ended_ns = time.time_ns()
+        call.ended_ns = self._clock.now_ns()
         if ended:
             call.attributes.update(ended)
         if self._turn is not None:
@@ -809,6 +821,20 @@ def _links(continues: SegmentLink | None) -> Sequence[Link]:
     except (TypeError, ValueError):
         return ()
     return (Link(context),) if context.is_valid else ()
+
+
+class _Anchored:
+    """This host's wall time when a segment began, carried on by the monotonic clock: its spans are
+    timed by it, so a step of the wall clock mid-segment (an NTP correction, a VM resumed) makes no
+    span end before it began, nor a call's span fall outside its turn's."""
+
+    __slots__ = ("_monotonic_ns", "start_ns")
+
+    def __init__(self) -> None:
+        self.start_ns, self._monotonic_ns = time.time_ns(), time.monotonic_ns()
+
+    def now_ns(self) -> int:
+        return self.start_ns + (time.monotonic_ns() - self._monotonic_ns)
 
 
 def _ns(seconds: float) -> int:

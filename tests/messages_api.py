@@ -357,6 +357,7 @@ class MessagesAPI:
         self.bedrock: list[Received] = []  # Amazon Bedrock's requests as sent (`as_messages_api` read them)
         self.usages: list[dict[str, Any]] = []  # the usage reported for each reply, in order
         self.connections = 0  # TCP connections accepted since start
+        self.clock_off = 0.0  # seconds the server's clock (its responses' `date`) is off this host's
         self.cache = PromptCache()
         # As Claude Fable 5.1 and the later models check (preserved thinking): a thinking block is
         # bound to the system prompt, tools and messages it was written after, and a request that
@@ -747,6 +748,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output quiet
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The `date` of a response: by the server's clock (`MessagesAPI.clock_off`)."""
+        now = time.time() + self.server.api.clock_off if timestamp is None else timestamp
+        return super().date_time_string(now)
 
 
 # -- the checks the real API makes before answering --------------------------

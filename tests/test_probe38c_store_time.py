@@ -1,6 +1,6 @@
 """A runner on the system clock sets and reckons help deadlines by the run store's clock (probe38c),
 not its own host's: on PostgreSQL, the server's `now()`, read at most once a `REFRESH_SECONDS` and
-carried on by the monotonic clock between reads. The store's clock is moved here by giving the store
+carried on by the time elapsed on the host between reads. The store's clock is moved here by giving the store
 an offset clock expression (the server's own cannot be stepped by a test)."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def test_the_store_s_clock_is_read_once_a_refresh_and_carried_on_between(tmp_pat
     store.now = counted
     mono = Mono()
     try:
-        clock = StoreClock(store, monotonic=mono)
+        clock = StoreClock(store, elapsed=mono)
         assert len(reads) == 1 and abs(reads[0] - (time.time() + OFF)) < 60
         mono.now += REFRESH_SECONDS / 2
         assert clock.time() == reads[0] + REFRESH_SECONDS / 2  # carried on, not read again

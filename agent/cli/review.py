@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,8 +11,17 @@ from typing import Any
 from agent._args import given, given_path
 from agent.budget import MAX_COUNT
 from agent.cli._help import above_zero, current_user
-from agent.cli.runs import STORE_HELP, add_filter_args, catalog_needed, of_filter, plain, store_on
+from agent.cli.runs import (
+    STORE_HELP,
+    add_filter_args,
+    catalog_needed,
+    local_time,
+    of_filter,
+    plain,
+    store_on,
+)
 from agent.durable import review
+from agent.durable._storetime import StoreClock
 from agent.durable.catalog import ENV_CATALOG
 from agent.durable.store import RunStore, default_url, open_store
 from agent.durable.store.urls import shown_url
@@ -215,17 +223,19 @@ def run_promote(args: argparse.Namespace) -> int:
 def run_prune(args: argparse.Namespace) -> int:
     age = review.duration("--older-than", args.older_than)
     with _store(args) as store:
-        pruned = review.prune(store, age)
+        now = StoreClock(store).time()  # the store's clock, which stamped when each run ended
+        pruned = review.prune(store, age, now)
         where = store.shown
-    before = time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(time.time() - age))
+    before = local_time(now - age)
     print(f"pruned {plural(pruned, 'finished run')} that ended before {before} from {where}")
     return 0
 
 
 def queue_line(r: Any) -> str:
-    """One run to review: id, agent, how it stopped, when, its trace id (`-`: none), and its note."""
+    """One run to review: id, agent, how it stopped, when (local time and its offset from UTC, as `runs`
+    and `pending` say it), its trace id (`-`: none), and its note."""
     reason = f"{r.stop_reason}" + (f"/{r.stop_limit}" if r.stop_limit else "")
-    ended = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.ended_at or r.updated_at))
+    ended = local_time(r.ended_at or r.updated_at)
     note = one_line(r.note or r.output or r.summary)
     note = note if len(note) <= 80 else note[:77] + "..."
     turns = "turn " if r.turns == 1 else "turns"  # aligned with "turns"

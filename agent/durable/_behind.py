@@ -41,7 +41,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -161,9 +161,13 @@ class Behind:
         now: Callable[[], float],
         send: Send | None = None,
         on_loop: bool = True,
+        lease_check: Callable[[], Awaitable[None] | None] | None = None,
     ) -> None:
         self._pool, self._write, self._lease, self._now, self._send = pool, write, lease, now, send
         self.on_loop = on_loop  # the loop may write a checkpoint the writer has not taken yet
+        # before a tool starts (`_loop.run_tool`): None while the lease is surely still held, else the
+        # lease confirmed (`LeaseLost` when another worker took the run meanwhile)
+        self.lease_check = lease_check
         self._last: Written | None = None
         self._unsaved: Checkpoint | None = None  # a checkpoint that failed: its entries go with the next
         self.gave_up: BaseException | None = None  # the store's failure that outlasted `RETRIES`

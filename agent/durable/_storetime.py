@@ -4,8 +4,11 @@ Workers of several hosts share one store; each host's wall clock may be off. A h
 one worker's clock and judged by another's (or by the sweep, which judges by the store's) would
 end a person's wait early or late by their difference. So a runner on the system clock tells time
 by the store's: SQLite's is this machine's own (one file, one machine), read as is; another store's
-(PostgreSQL: its server's) is read at most once every `REFRESH_SECONDS` and carried on by this
-process's monotonic clock in between, which no step of this host's wall clock moves.
+(PostgreSQL: its server's) is read at most once every `REFRESH_SECONDS` and carried on in between
+by the time elapsed on this host (`since_boot`), which no step of this host's wall clock moves and
+which, unlike the monotonic clock, goes on while the host is suspended (a laptop's sleep, a VM paused):
+carried on by the monotonic clock, a read made before a suspend of an hour told the store's time an
+hour behind after it, and help deadlines set then had passed when they were set.
 """
 
 from __future__ import annotations
@@ -22,21 +25,34 @@ REFRESH_SECONDS = 60.0  # how long a read of the store's clock is carried on bef
 READER = "endstate-store-clock"  # the name of the thread of a read
 
 
+_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def since_boot() -> float:
+    """Seconds elapsed on this host, suspended time included: Linux's `CLOCK_BOOTTIME`; where there is
+    none, the monotonic clock (which may stand still while the host is suspended)."""
+    if _BOOTTIME is None:
+        return time.monotonic()
+    return time.clock_gettime(_BOOTTIME)
+
+
 class StoreClock:
-    """A `Clock` telling the store's time (see the module); `monotonic` is this process's."""
+    """A `Clock` telling the store's time (see the module), a read carried on by `elapsed`; `monotonic`
+    is this process's (a run's active time: a suspended host's sleep is none of it)."""
 
     def __init__(
         self,
         store: RunStore,
         refresh: float = REFRESH_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        elapsed: Callable[[], float] = since_boot,
     ) -> None:
         self.store = store
-        self._refresh, self._monotonic = refresh, monotonic
+        self._refresh, self._monotonic, self._elapsed = refresh, monotonic, elapsed
         self._local = getattr(store, "dialect", "") == "sqlite"
-        self._read: tuple[float, float] | None = None  # (the store's time, monotonic) when last read
+        self._read: tuple[float, float] | None = None  # (the store's time, elapsed) when last read
         self._reading = threading.Lock()  # held by the one read under way
-        self._tried = float("-inf")  # when the last read began (monotonic): one a `refresh` at most
+        self._tried = float("-inf")  # when the last read began (elapsed): one a `refresh` at most
         if not self._local:
             self._read_store()  # here, once: later reads are made off the caller's thread
 
@@ -45,7 +61,7 @@ class StoreClock:
         due is made on a thread of its own, so an event loop asking never waits for the store."""
         if self._local:
             return time.time()
-        now, read = self._monotonic(), self._read
+        now, read = self._elapsed(), self._read
         if now - self._tried >= self._refresh and self._reading.acquire(blocking=False):
             threading.Thread(target=self._read_store, args=(True,), name=READER, daemon=True).start()
         return time.time() if read is None else read[0] + (now - read[1])
@@ -56,9 +72,9 @@ class StoreClock:
     def _read_store(self, held: bool = False) -> None:
         """Read the store's clock (`held`: the caller took `_reading` for this read); a store that does
         not answer leaves the last read carried on."""
-        self._tried = self._monotonic()
+        self._tried = self._elapsed()
         try:
-            self._read = (self.store.now(), self._monotonic())
+            self._read = (self.store.now(), self._elapsed())
         except Exception as exc:  # a clock never fails a run: the store's next call says what is wrong
             log.warning("reading the run store's clock failed (%s); going on by the last read", exc)
         finally:

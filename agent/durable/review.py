@@ -20,7 +20,7 @@ import re
 import tempfile
 import time
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -628,15 +628,21 @@ class Upkeep:
     """
 
     def __init__(
-        self, store: RunStore, retention: float | None = None, counter: LabelCounter | None = None
+        self,
+        store: RunStore,
+        retention: float | None = None,
+        counter: LabelCounter | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.store, self.retention, self.counter = store, retention, counter
+        """`clock`: the time runs are pruned by (a service's: its runner's, the store's clock, which
+        stamped when each run ended; this host's, a day ahead, pruned a day's runs early for good)."""
+        self.store, self.retention, self.counter, self.clock = store, retention, counter, clock
         self.counted = 0  # the id of the last label counted
         self.pruned_at: float | None = None
 
     def once(self, now: float | None = None) -> int:
         """Count labels given since the last call; prune when a prune is due. Returns runs pruned."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         if self.counter is not None:
             for review in self.store.reviews(after=self.counted):
                 self.counter.record_review_label(review.agent, review.task_type, review.label)

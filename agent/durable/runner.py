@@ -33,7 +33,7 @@ import re
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -50,7 +50,7 @@ from agent.context import RunContext
 from agent.durable._behind import Behind, writer_pool
 from agent.durable._ends import HeldEnds, held_ends
 from agent.durable._lapse import LapseWatch
-from agent.durable._storetime import StoreClock
+from agent.durable._storetime import StoreClock, since_boot
 from agent.durable.catalog import (
     MAX_PREPARE_TIMEOUT,
     AgentEntry,
@@ -113,6 +113,9 @@ def operator_end_note(note: object) -> str:
 
 
 RENEW_RETRY_SHARE = 30  # a failed lease renewal is tried again after this share of the lease
+# A lease written within this share of its length is surely still held (renewed every third of it):
+# older (the worker stalled, or the store did not answer), it is confirmed before a tool starts.
+LEASE_SURE = 2 / 3
 AUDIT_HOLD_SECONDS = 900.0  # a worker making an audit holds it at least this long (due again if it died)
 _LIVE_OWNERS: set[str] = set()  # the owner names of this process's runners
 T = TypeVar("T")
@@ -283,6 +286,7 @@ class Runner:
         # runs whose lease this runner renews, each with the jobs that hold it: a run claimed again as
         # its last segment is recorded is held by both until that segment's job lets go of it
         self._held: dict[str, int] = {}
+        self._renewed: dict[str, float] = {}  # when each held run's lease was last written (`since_boot`)
         self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
         # the tasks `spawn` made, until each ends: a run resumed as its last segment's task finishes
@@ -1123,6 +1127,7 @@ class Runner:
         """Renew this run's lease from now on (it was just created, claimed or taken over here)."""
         with self._held_lock:
             self._held[record.run_id] = self._held.get(record.run_id, 0) + 1
+            self._renewed[record.run_id] = since_boot()
         return record
 
     def _let_go(self, run_id: str, release_to: RunStatus | None, refused: str | None = None) -> None:
@@ -1131,6 +1136,8 @@ class Runner:
         with self._held_lock:
             if (holds := self._held.pop(run_id, 0)) > 1:  # claimed again meanwhile: that job holds it
                 self._held[run_id] = holds - 1
+            else:
+                self._renewed.pop(run_id, None)
         if release_to is not None:
             self.store.release(run_id, release_to, self.lease(), self.clock.time(), refused)
 
@@ -1210,7 +1217,37 @@ class Runner:
         # (whose results the loop reads: not in a server, where the writer thread writes each one)
         send = functools.partial(sender, run_id) if sender is not None and self.checkpoints_on_loop else None
         on_loop = self.checkpoints_on_loop
-        return Behind(self._writer(), write, self.lease, self.clock.time, send, on_loop=on_loop)
+        check = functools.partial(self._lease_check, run_id)
+        return Behind(self._writer(), write, self.lease, self.clock.time, send, on_loop, check)
+
+    def _lease_check(self, run_id: str) -> Awaitable[None] | None:
+        """Before a tool starts: None while this runner surely holds the run's lease (written within
+        `LEASE_SURE` of it, by the time elapsed on this host, suspended time included); else that lease
+        renewed alone, which raises `LeaseLost` when another worker took the run meanwhile. A worker
+        stopped (SIGSTOP, a frozen container) past its lease, whose run a recovery took and went on
+        with, ran the tool calls of the reply it then got once more before its next checkpoint said so."""
+        with self._held_lock:
+            renewed = self._renewed.get(run_id)
+        if renewed is not None and since_boot() - renewed < self.lease_seconds * LEASE_SURE:
+            return None
+        return self._renew_one(run_id)
+
+    def _renewed_all(self, run_ids: list[str], when: float) -> None:
+        with self._held_lock:
+            for run_id in run_ids:
+                if run_id in self._renewed:  # (still held: one let go meanwhile stays forgotten)
+                    self._renewed[run_id] = when
+
+    async def _renew_one(self, run_id: str) -> None:
+        began = since_boot()
+        try:
+            held = await self._on_writer(self.store.heartbeat, self.lease(), [run_id])
+        except StoreError as exc:  # unknown: it goes on, as before any check (its next checkpoint tells)
+            log.warning("run %s: its lease could not be confirmed before a tool call: %s", run_id, exc)
+            return
+        if not held:
+            raise LeaseLost(f"run {run_id} is no longer held by {self.owner}; another worker took it over")
+        self._renewed_all([run_id], began)
 
     def _writer(self) -> ThreadPoolExecutor:
         """This runner's writer thread (made with its first use: on the loop, or on the thread of a
@@ -1248,10 +1285,12 @@ class Runner:
         audit, a cleanup) or a backlog of checkpoints never holds a renewal up until leases run out."""
         if self._beats is None:
             self._beats = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-leases")
-        renew = functools.partial(self.store.heartbeat, self.lease(), sorted(self.held()))
+        ids, began = sorted(self.held()), since_boot()
+        renew = functools.partial(self.store.heartbeat, self.lease(), ids)
         every = self.lease_seconds / 3
         try:
-            await asyncio.get_running_loop().run_in_executor(self._beats, renew)
+            if await asyncio.get_running_loop().run_in_executor(self._beats, renew) == len(ids):
+                self._renewed_all(ids, began)  # (fewer: some were taken; each tells at its next tool)
         except StoreError:  # tried again soon, not a third of a lease later: a store back within
             every = self.lease_seconds / RENEW_RETRY_SHARE  # the lease gets the renewal before it runs out
         finally:

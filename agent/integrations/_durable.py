@@ -19,6 +19,7 @@ import dataclasses
 import importlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -310,9 +311,9 @@ class ForeignAgent:
     ) -> RunResult:
         """A `need_help` result gets the snapshot the store keeps: the journal, the suspension, the
         framework's state (or why it could not be saved). Other results are as they came."""
-        s = result.suspension
-        if result.reason is not StopReason.NEED_HELP or s is None:
+        if result.reason is not StopReason.NEED_HELP or result.suspension is None:
             return result
+        s = self._on_clock(result.suspension)
         foreign = self._foreign_state(result)
         parts: list[Text | Call] = [Text(result.last_text)] if result.last_text else []
         if s.pending is not None:
@@ -331,7 +332,17 @@ class ForeignAgent:
             span_id=span_id,  # the next segment's run span links to this one
             foreign=foreign,
         )
-        return dataclasses.replace(result, snapshot=snapshot)
+        return dataclasses.replace(result, suspension=s, snapshot=snapshot)
+
+    def _on_clock(self, s: Suspension) -> Suspension:
+        """The framework's suspension, which the integration timed by this host's wall clock, moved onto
+        the agent's clock (a runner's: the store's, by which its sweep judges the deadline and the
+        answer's time is taken): by this host's, a worker whose clock ran ten minutes behind the
+        store's cut every person's wait ten minutes short, and their waits were reckoned that far off."""
+        if self.clock is SYSTEM_CLOCK:
+            return s
+        shift = self.clock.time() - time.time()
+        return dataclasses.replace(s, deadline=s.deadline + shift, suspended_at=s.suspended_at + shift)
 
     def _foreign_state(self, result: RunResult) -> ForeignState:
         """The framework's state as JSON text, or why there is none (logged: the run still waits)."""

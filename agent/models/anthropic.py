@@ -2886,7 +2886,9 @@ def _sdk_words(exc: anthropic.APIStatusError) -> str:
 def retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date), if given.
     A value that is no number of seconds (negative, `inf`, `nan`, a date past the year 9999) is not
-    given."""
+    given. An HTTP date is reckoned from the response's own `date` (the sender's clock, as the date
+    was), else from this host's clock: a host whose clock ran a minute ahead of the API's cut a wait
+    of 30 s to none, and one a minute behind waited 90 s."""
     try:
         return _seconds(float(headers["retry-after-ms"]) / 1000)
     except (KeyError, ValueError):
@@ -2900,9 +2902,19 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
         pass
     when = email.utils.parsedate_tz(value)
     try:
-        return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+        return None if when is None else max(0.0, email.utils.mktime_tz(when) - _sent_at(headers))
     except (ValueError, OverflowError):  # a date no clock holds (the year 99999): no wait given
         return None
+
+
+def _sent_at(headers: Mapping[str, str]) -> float:
+    """When the response was sent, by the clock of its sender: its `date`; this host's time when it
+    has none that reads as a time."""
+    sent = email.utils.parsedate_tz(headers.get("date") or "")
+    try:
+        return time.time() if sent is None else float(email.utils.mktime_tz(sent))
+    except (ValueError, OverflowError):
+        return time.time()
 
 
 def _seconds(value: float) -> float:

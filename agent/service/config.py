@@ -201,7 +201,7 @@ class Service:
 
     async def _upkeep_forever(self) -> None:
         """Count new review labels and prune finished runs past the retention (`Upkeep`)."""
-        upkeep = Upkeep(self.runner.store, self.retention, self.label_counter)
+        upkeep = Upkeep(self.runner.store, self.retention, self.label_counter, self.runner.clock.time)
         while True:
             try:
                 await run_in_threadpool(upkeep.once)

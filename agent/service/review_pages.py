@@ -178,9 +178,9 @@ class ReviewPages:
             )
         total = sum(n for a, t, n in counts if view.agent in (None, a) and view.task_type in (None, t))
         steps = await run_in_threadpool(lambda: [steps_of(self.store, r)[0] for r in records])
-        reviewer, traces = _reviewer(request), self.service.trace_url
+        reviewer, traces, now = _reviewer(request), self.service.trace_url, self.service.runner.clock.time()
         items = [
-            run_card(r, s, view, CARD_CHARS, traces)
+            run_card(r, s, view, CARD_CHARS, traces, now)
             + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
             for r, s in zip(records, steps, strict=True)
         ]
@@ -269,7 +269,8 @@ class ReviewPages:
         labels = await run_in_threadpool(self.store.reviews, 0, [run_id])
         view = View(path=QUEUE)
         form = label_form(record, view, reviewer, again=bool(labels)) if is_in else ""
-        card = run_card(record, steps, view, trace_url=self.service.trace_url) + _history(labels)
+        now = self.service.runner.clock.time()
+        card = run_card(record, steps, view, trace_url=self.service.trace_url, now=now) + _history(labels)
         card += form if record.status == "finished" else ""
         case = await self._case_section(record, labels, is_in)
         return f'<article class="run review" {_ids(record)}>{card}</article>\n{case}'
@@ -464,14 +465,21 @@ def reason_filter(view: View) -> str:
 
 
 def run_card(
-    r: RunRecord, steps: list[Step], view: View, most: int | None = None, trace_url: str | None = None
+    r: RunRecord,
+    steps: list[Step],
+    view: View,
+    most: int | None = None,
+    trace_url: str | None = None,
+    now: float | None = None,
 ) -> str:
     """A finished run: who, the task, how it stopped and why, its trace (linked with `trace_url`),
-    what it did (of the task and the cause, the first `most` characters when given: `_shown`)."""
+    what it did (of the task and the cause, the first `most` characters when given: `_shown`). How
+    long ago it ended is reckoned from `now`, by the clock that stamped its end (the runner's: the
+    store's; this host's, when not given)."""
     e = escape
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
-    ago = span(time.time() - ended)
+    ago = span((time.time() if now is None else now) - ended)
     cause = r.note or r.output or (f"its {r.stop_limit} budget ran out" if r.stop_limit else "")
     error = f" <code>{e(r.error_type)}</code>" if r.error_type else ""
     task, task_cut = _shown(r, r.task, most)

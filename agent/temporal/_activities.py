@@ -20,7 +20,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Any, TypeVar
 
 from temporalio import activity
@@ -438,7 +438,7 @@ class EndstateActivities:
         if not isinstance(exc, Lacking) or not wait:
             return _refused(said)
         delay = w.refusal_delay(info.attempt)
-        waited = (datetime.now(UTC) - info.scheduled_time).total_seconds()
+        waited = _waited(info)
         if waited + delay > wait or _last_attempt(info):
             log.warning(
                 "run %s: %s; its %s call is refused for good", run["run_id"], exc.what, info.activity_type
@@ -580,6 +580,14 @@ async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
 def _cancel_requested() -> bool:
     details = activity.cancellation_details()
     return details is not None and details.cancel_requested
+
+
+def _waited(info: activity.Info) -> float:
+    """Seconds since the call was first scheduled, to when this attempt started: both times Temporal's,
+    so a worker whose own clock runs ahead does not find the wait spent at once (ten minutes ahead,
+    a `--catalog-wait 300` refusal was final at its first attempt, the run ended `error`), nor one
+    behind never spent."""
+    return max(0.0, (info.started_time - info.scheduled_time).total_seconds())
 
 
 def _last_attempt(info: activity.Info) -> bool:

@@ -560,8 +560,12 @@ def answerer(by: object) -> str | None:
 
 
 def when(timestamp: float) -> str:
-    """A stored time for a message: `2026-09-14 08:30:00 UTC`."""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    """A stored time for a message or a page: `2026-09-14 08:30:00 UTC`; a time no calendar holds (a
+    row edited by hand, a clock that counts milliseconds: 1e308, 1.8e12, infinity) said as it is."""
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"(no such time: {timestamp!r})"
 
 
 def damaged_run(run_id: str) -> str:
