@@ -107,6 +107,11 @@ def split_statements(sql: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
+# Journal entries one INSERT adds at most: 3 values each, under what every SQLite takes in one statement
+# (999 before 3.32, 32,766 after, by default) and PostgreSQL's 65,535.
+ENTRY_ROWS = 300
+
+
 class SqlStore:
     """`RunStore` over a DB-API connection; subclasses give `_rows`, `_tx` and the dialect.
 
@@ -269,9 +274,12 @@ class SqlStore:
             raise lease_lost(run_id, lease)
 
     def _insert_entries(self, run_id: str, entries: list[tuple[int, str]]) -> None:
-        if entries:
-            marks = ", ".join("(?, ?, ?)" for _ in entries)
-            params = [v for seq, text in entries for v in (run_id, seq, text)]
+        """Add `entries` (seq, JSON) to the run's journal, `ENTRY_ROWS` a statement (a journal stored in
+        one go, such as an upgraded one, may be any length)."""
+        for at in range(0, len(entries), ENTRY_ROWS):
+            rows = entries[at : at + ENTRY_ROWS]
+            marks = ", ".join("(?, ?, ?)" for _ in rows)
+            params = [v for seq, text in rows for v in (run_id, seq, text)]
             self._rows(
                 f"INSERT INTO {ENTRIES} (run_id, seq, entry) VALUES {marks} ON CONFLICT DO NOTHING", params
             )
