@@ -1,0 +1,120 @@
+"""Stop decisions that a hand mutation audit (see the `mutate` branch's report) found no test pinned:
+each test here fails under one small change to the code that decides how a run ends."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agent import Agent, Budget, LimitKind, RunObserver, StopReason, goal, invariant, tool
+from agent.models.scripted import ScriptedModel, call, finish, reply, say
+
+
+class Signals(RunObserver):
+    """Records each turn's signal, as the turn span's `agent.turn.signal` gets it."""
+
+    def __init__(self) -> None:
+        self.signals: list[tuple[int, str]] = []
+
+    def turn_ended(self, index: int, signal: str) -> None:
+        self.signals.append((index, signal))
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.observer = Signals()
+
+    def run_started(self, info: Any) -> Signals:
+        return self.observer
+
+
+def test_a_goal_reached_in_the_turn_the_run_gets_stuck_ends_it_as_success(make_agent: Any) -> None:
+    """The per-turn checks come before the progress check: a job polled until it is done, whose
+    status text never changes, reaches its goal in the same turn that the third identical poll would
+    count as stuck. The run ends `success`, not `no_progress`."""
+    polls = []
+
+    @tool
+    def poll(job: str) -> str:
+        """Poll a job's status."""
+        polls.append(job)
+        return "status: see the dashboard"
+
+    steps = [[call("poll", job="j1")]] * 3 + [[finish("done", "x")]]
+    agent = make_agent(*steps, tools=[poll], checks=[goal(lambda ctx: len(polls) >= 3, "the job ran")])
+    result = agent.run("wait for the job")
+    assert (result.reason, result.verified, result.output) == (StopReason.SUCCESS, True, "the job ran")
+    assert result.turns == 3
+
+
+def test_a_broken_invariant_is_neither_verified_nor_an_output(make_agent: Any) -> None:
+    """An `error` stop from a broken invariant carries its reason as the note: the result is not
+    `verified`, and has no `output` (which is what a success returns)."""
+    spent = []
+
+    @tool
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        spent.append(amount)
+        return f"paid {amount}"
+
+    agent = make_agent(
+        [call("pay", amount=60)],
+        tools=[pay],
+        checks=[invariant(lambda ctx: sum(spent) <= 50, "paid more than 50")],
+    )
+    result = agent.run("pay")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "invariant_broken")
+    assert result.note == "Invariant broken: paid more than 50"
+    assert (result.verified, result.output) == (False, "")
+    assert result.to_dict()["verified"] is False
+
+
+def test_a_paused_reply_that_uses_up_the_token_budget_ends_the_run_at_the_pause(make_agent: Any) -> None:
+    """A paused reply (`pause_turn`) is sent back within the same turn only while the budget has room:
+    one that used up the token budget ends the run as `limit`/`tokens`, and the model is not asked
+    again (its next reply would be a call past the budget)."""
+    paused = reply(say("Searching."), input_tokens=4000, output_tokens=100, stop_reason="pause_turn")
+    agent = make_agent(paused, [finish("done", "found")], budget=Budget(max_turns=5, max_tokens=1000))
+    result = agent.run("search")
+    assert (result.reason, result.limit) == (StopReason.LIMIT, LimitKind.TOKENS)
+    assert len(agent.model.requests) == 1
+    assert (result.turns, result.input_tokens) == (1, 4000)
+
+
+def test_a_turn_cut_by_a_cancellation_signals_cancelled() -> None:
+    """A run cancelled during a model call: the turn it cut ends with the signal `cancelled` (the
+    reason the segment ended), as its span shows, not `error`."""
+
+    class Hangs:
+        name, provider = "hangs", "scripted"
+
+        def __init__(self) -> None:
+            self.inner = ScriptedModel([[call("look", q="a")]])
+            self.calls = 0
+            self.hanging = asyncio.Event()
+
+        async def complete(self, request: Any) -> Any:
+            self.calls += 1
+            if self.calls == 2:
+                self.hanging.set()
+                await asyncio.Event().wait()
+            return await self.inner.complete(request)
+
+    @tool
+    def look(q: str) -> str:
+        """Look something up."""
+        return f"found {q}"
+
+    model, hooks = Hangs(), Hooks()
+    agent = Agent("cut", model, tools=[look], hooks=hooks)
+
+    async def scenario() -> Any:
+        task = asyncio.create_task(agent.arun("task"))
+        await model.hanging.wait()
+        task.cancel()
+        return await task
+
+    result = asyncio.run(scenario())
+    assert result.reason is StopReason.CANCELLED
+    assert hooks.observer.signals == [(1, "tool_use"), (2, "cancelled")]
