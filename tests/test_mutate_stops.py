@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent import Agent, Budget, LimitKind, RunObserver, StopReason, goal, invariant, tool
+from messages_api import MessagesAPI
+
+from agent import Agent, Budget, LimitKind, RunObserver, StopReason, command, goal, invariant, tool
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 
 
@@ -118,3 +120,30 @@ def test_a_turn_cut_by_a_cancellation_signals_cancelled() -> None:
     result = asyncio.run(scenario())
     assert result.reason is StopReason.CANCELLED
     assert hooks.observer.signals == [(1, "tool_use"), (2, "cancelled")]
+
+
+def test_a_summary_asked_in_the_last_turn_leaves_that_turn_its_model_call() -> None:
+    """A compaction's summary is a model call inside a turn: the budget checked after it counts no turn
+    (the turn already began). In the last turn the budget allows, the turn's own model call still
+    follows the summary, and the run stops at the turns limit after it, not at the summary."""
+    from test_compaction import WINDOW, ledger_agent, script, summary_reply, summary_requests
+
+    task = "Check every page of the ledger, one a turn."
+    with MessagesAPI(*script(), context_window=WINDOW, intercept=summary_reply) as api:
+        assert ledger_agent(api).run(task).reason is StopReason.SUCCESS
+        [asked] = summary_requests(api)  # requests before it: one a turn
+    with MessagesAPI(*script(), context_window=WINDOW, intercept=summary_reply) as again:
+        result = ledger_agent(again, Budget(max_turns=asked + 1, max_seconds=None)).run(task)
+        assert (result.reason, result.limit, result.turns) == (StopReason.LIMIT, LimitKind.TURNS, asked + 1)
+        assert "summarized" not in result.note
+        assert summary_requests(again) == [asked] and len(again.requests) == asked + 2
+
+
+def test_a_check_command_killed_by_a_signal_is_a_failure_not_a_pass(make_agent: Any) -> None:
+    """A test command that crashes (killed by a signal: a negative return code) did not pass: the
+    `done` is rejected, saying how it exited, and the model keeps working."""
+    crash = command("sh", "-c", "kill -KILL $$")
+    agent = make_agent([finish("done", "tests pass")], [finish("give_up", "it crashes")], verifiers=[crash])
+    result = agent.run("make the tests pass")
+    assert result.reason is StopReason.GAVE_UP
+    assert result.verifier_failures == ("`sh -c kill -KILL $$` exited -9",)
