@@ -6,9 +6,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from messages_api import MessagesAPI
 
-from agent import Agent, Budget, LimitKind, RunObserver, StopReason, command, goal, invariant, tool
+from agent import (
+    Agent,
+    Budget,
+    LimitKind,
+    RunObserver,
+    SnapshotError,
+    StopReason,
+    command,
+    goal,
+    invariant,
+    predicate,
+    tool,
+)
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 
 
@@ -147,3 +160,51 @@ def test_a_check_command_killed_by_a_signal_is_a_failure_not_a_pass(make_agent: 
     result = agent.run("make the tests pass")
     assert result.reason is StopReason.GAVE_UP
     assert result.verifier_failures == ("`sh -c kill -KILL $$` exited -9",)
+
+
+def test_a_call_id_a_model_uses_again_in_a_later_turn_runs_once_approved_again(make_agent: Any) -> None:
+    """Some model servers number their calls afresh each reply (`call_0` every turn). An approved call
+    that ran in an earlier turn does not make a later call of the same id look started and lost: the
+    later call, approved, runs too."""
+    runs = []
+
+    @tool(needs_approval=True)
+    def deploy(env: str) -> str:
+        """Deploy to an environment."""
+        runs.append(env)
+        return f"deployed {env}"
+
+    same = {"type": "tool_use", "id": "call_0", "name": "deploy"}
+    agent = make_agent(
+        [{**same, "input": {"env": "staging"}}],
+        [{**same, "input": {"env": "prod"}}],
+        [finish("done", "deployed")],
+        tools=[deploy],
+    )
+    first = agent.run("deploy staging then prod")
+    second = agent.resume(first.snapshot, approved=True)
+    assert (second.reason, second.suspension.pending.arguments) == (StopReason.NEED_HELP, {"env": "prod"})
+    third = agent.resume(second.snapshot, approved=True)
+    assert third.reason is StopReason.SUCCESS, third.note
+    assert runs == ["staging", "prod"]
+
+
+def test_the_result_as_json_keeps_the_verifier_failures_it_saw(make_agent: Any) -> None:
+    """`to_dict` (the CLI's `--json`, the service's run) lists each verifier failure the run saw."""
+    checks = iter([False, True])
+    agent = make_agent(
+        [finish("done", "41")],
+        [finish("done", "42")],
+        verifiers=[predicate(lambda ctx: next(checks), "the answer is not 42")],
+    )
+    result = agent.run("What is 6 * 7?")
+    assert (result.reason, result.verifier_failures) == (StopReason.SUCCESS, ("the answer is not 42",))
+    data = result.to_dict()
+    assert data["verifier_failures"] == ["the answer is not 42"]
+    assert (data["reason"], data["verified"], data["output"]) == ("success", True, "42")
+
+
+def test_an_approval_given_to_a_question_is_refused_saying_the_run_wants_an_answer(make_agent: Any) -> None:
+    first = make_agent([finish("need_help", "Which month?")]).run("report")
+    with pytest.raises(SnapshotError, match="waits for an answer to a question, not for an approval"):
+        make_agent().resume(first.snapshot, approved=True)
