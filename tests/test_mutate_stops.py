@@ -208,3 +208,18 @@ def test_an_approval_given_to_a_question_is_refused_saying_the_run_wants_an_answ
     first = make_agent([finish("need_help", "Which month?")]).run("report")
     with pytest.raises(SnapshotError, match="waits for an answer to a question, not for an approval"):
         make_agent().resume(first.snapshot, approved=True)
+
+
+def test_an_answer_given_at_the_deadline_itself_is_late(make_agent: Any) -> None:
+    """The deadline is the first moment a question counts as expired, as the stores' sweep (`deadline <=
+    now`) and the service's `expired` flag read it: an answer given then is late, and the help policy
+    applies (here: the run ends `help_timeout`)."""
+    steps = [finish("need_help", "Which region?")], [finish("done", "EU")]
+    first = make_agent(*steps).run("deploy")
+    deadline = first.suspension.deadline
+    agent = make_agent(*steps)
+    late = agent.resume(first.snapshot, "EU", now=deadline)
+    assert late.reason is StopReason.HELP_TIMEOUT
+    assert agent.model.requests == []
+    on_time = make_agent(*steps).resume(first.snapshot, "EU", now=deadline - 0.001)
+    assert (on_time.reason, on_time.output) == (StopReason.SUCCESS, "EU")
