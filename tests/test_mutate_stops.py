@@ -22,6 +22,7 @@ from agent import (
     predicate,
     tool,
 )
+from agent.clock import SystemClock
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 
 
@@ -223,3 +224,75 @@ def test_an_answer_given_at_the_deadline_itself_is_late(make_agent: Any) -> None
     assert agent.model.requests == []
     on_time = make_agent(*steps).resume(first.snapshot, "EU", now=deadline - 0.001)
     assert (on_time.reason, on_time.output) == (StopReason.SUCCESS, "EU")
+
+
+class Manual(SystemClock):
+    """The system's wall clock, and a monotonic clock that moves only when told (`mono`)."""
+
+    def __init__(self) -> None:
+        self.mono = 1000.0
+
+    def monotonic(self) -> float:
+        return self.mono
+
+
+def test_a_resumed_run_counts_the_active_time_of_its_earlier_segments(make_agent: Any) -> None:
+    """Active time is the run's, across its segments: a resumed run's result adds the time of the
+    segment before the question, and its time budget is what was left, not a fresh one."""
+    clock = Manual()
+
+    @tool
+    def crunch(n: int) -> str:
+        """Crunch numbers for a while."""
+        clock.mono += 100
+        return f"crunched {n}"
+
+    steps = (
+        [call("crunch", n=1)],
+        [finish("need_help", "Go on?")],
+        [call("crunch", n=2)],
+        [finish("done", "x")],
+    )
+    budget = Budget(max_turns=10, max_seconds=150)
+    first = make_agent(*steps, tools=[crunch], clock=clock, budget=budget).run("crunch")
+    assert (first.reason, first.active_seconds) == (StopReason.NEED_HELP, 100)
+    resumed = make_agent(*steps, tools=[crunch], clock=clock, budget=budget).resume(first.snapshot, "yes")
+    assert (resumed.reason, resumed.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
+    assert resumed.active_seconds == 200  # 100 before the question, 100 after: then the budget is spent
+
+
+def test_a_resumed_run_keeps_the_verifier_failures_and_tool_calls_of_its_earlier_segments(
+    make_agent: Any,
+) -> None:
+    """The result lists every verifier failure the run saw, those of a segment before a question
+    too; and what a check reads as the run's tool calls (`ctx.calls`) after a resume is the calls that
+    ran, not a finish's result or the answer."""
+    seen: list[list[str]] = []
+    verdicts = iter([False, True])
+    steps = (
+        [call("look", q="a")],
+        [finish("done", "first try")],
+        [finish("need_help", "Which one?")],
+        [call("look", q="b")],
+        [finish("done", "second try")],
+    )
+
+    @tool
+    def look(q: str) -> str:
+        """Look something up."""
+        return f"found {q}"
+
+    def options() -> dict[str, Any]:
+        return {
+            "tools": [look],
+            "verifiers": [predicate(lambda ctx: next(verdicts), "not yet")],
+            "checks": [goal(lambda ctx: bool(seen.append([c.name for c in ctx.calls])), "never")],
+        }
+
+    first = make_agent(*steps, **options()).run("look")
+    assert (first.reason, first.verifier_failures) == (StopReason.NEED_HELP, ("not yet",))
+    seen.clear()
+    resumed = make_agent(*steps, **options()).resume(first.snapshot, "the first")
+    assert (resumed.reason, resumed.output) == (StopReason.SUCCESS, "second try")
+    assert resumed.verifier_failures == ("not yet",)
+    assert seen == [["look"], ["look", "look"]]  # after the answered turn, then after the next call
