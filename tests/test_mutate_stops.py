@@ -4,6 +4,7 @@ each test here fails under one small change to the code that decides how a run e
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from messages_api import MessagesAPI
 from agent import (
     Agent,
     Budget,
+    Extension,
     LimitKind,
     RunObserver,
     SnapshotError,
@@ -23,6 +25,7 @@ from agent import (
     tool,
 )
 from agent.clock import SystemClock
+from agent.journal import Result
 from agent.models.scripted import ScriptedModel, call, finish, reply, say
 
 
@@ -296,3 +299,30 @@ def test_a_resumed_run_keeps_the_verifier_failures_and_tool_calls_of_its_earlier
     assert (resumed.reason, resumed.output) == (StopReason.SUCCESS, "second try")
     assert resumed.verifier_failures == ("not yet",)
     assert seen == [["look"], ["look", "look"]]  # after the answered turn, then after the next call
+
+
+def test_a_tool_cut_by_the_time_budget_is_recorded_and_not_run_again_when_the_run_gets_more(
+    make_agent: Any,
+) -> None:
+    """A tool call the time budget cut off ends the run `limit`/`seconds` with the call's result in the
+    journal: a run given more time goes on from it, and never runs that call (its side effect) again."""
+    release, runs = threading.Event(), []
+
+    @tool(timeout=30)
+    def crawl(url: str) -> str:
+        """Crawl a site (slowly)."""
+        runs.append(url)
+        release.wait(30)
+        return "crawled"
+
+    steps = [call("crawl", url="a")], [finish("done", "x")]
+    try:
+        first = make_agent(*steps, tools=[crawl], budget=Budget(max_seconds=0.5)).run("crawl")
+    finally:
+        release.set()
+    assert (first.reason, first.limit) == (StopReason.LIMIT, LimitKind.SECONDS)
+    assert [r.ran for r in first.snapshot.journal if isinstance(r, Result)] == ["crawl"]
+    more = make_agent(*steps, tools=[crawl], budget=Budget(max_seconds=0.5))
+    resumed = more.resume(first.snapshot, more=Extension(seconds=30))
+    assert resumed.reason is StopReason.SUCCESS, resumed.note
+    assert runs == ["a"]
