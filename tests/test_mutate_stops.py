@@ -15,6 +15,7 @@ from agent import (
     Budget,
     Extension,
     LimitKind,
+    RunContext,
     RunObserver,
     SnapshotError,
     StopReason,
@@ -326,3 +327,91 @@ def test_a_tool_cut_by_the_time_budget_is_recorded_and_not_run_again_when_the_ru
     resumed = more.resume(first.snapshot, more=Extension(seconds=30))
     assert resumed.reason is StopReason.SUCCESS, resumed.note
     assert runs == ["a"]
+
+
+@tool
+def poke(q: str) -> str:
+    """Poke at something."""
+    return f"poked {q}"
+
+
+class Turns(RunObserver):
+    """Records each turn's start: its index and whether it continues a turn an earlier segment began."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[int, bool]] = []
+
+    def turn_started(self, index: int, continued: bool = False) -> None:
+        self.started.append((index, continued))
+
+
+class TurnHooks:
+    def __init__(self) -> None:
+        self.observers: list[Turns] = []
+
+    def run_started(self, info: Any) -> Turns:
+        self.observers.append(Turns())
+        return self.observers[-1]
+
+
+def test_a_run_resumed_after_a_cancel_between_turns_begins_a_new_turn_not_a_continued_one(
+    make_agent: Any,
+) -> None:
+    """A cancel seen between turns cuts no turn: the resumed segment's first turn is a turn of its own
+    (its span is not `agent.turn.continued`, which is only for a turn a cancellation cut before its
+    reply), so turns counted from spans count it."""
+    hooks, cancel = TurnHooks(), threading.Event()
+
+    @tool
+    def press(q: str) -> str:
+        """Press a button (here: the cancel button)."""
+        cancel.set()
+        return f"pressed {q}"
+
+    steps = [call("press", q="a")], [call("poke", q="b")], [finish("done", "x")]
+    agent = make_agent(*steps, tools=[press, poke], hooks=hooks)
+    first = asyncio.run(agent.arun("press", cancel=cancel))
+    assert (first.reason, first.turns) == (StopReason.CANCELLED, 1)
+    resumed = make_agent(*steps, tools=[press, poke], hooks=hooks).resume(first.snapshot)
+    assert (resumed.reason, resumed.turns) == (StopReason.SUCCESS, 3)
+    assert [o.started for o in hooks.observers] == [[(1, False)], [(2, False), (3, False)]]
+
+
+def test_a_call_of_a_tool_needing_approval_with_bad_arguments_is_sent_back_not_asked_about(
+    make_agent: Any,
+) -> None:
+    """Nobody is asked to approve a call that could not run: its arguments' problem goes back to the
+    model as the call's error result, and the run goes on."""
+    ran = []
+
+    @tool(needs_approval=True)
+    def refund(order: str, amount: int) -> str:
+        """Refund an order."""
+        ran.append(order)
+        return "refunded"
+
+    agent = make_agent([call("refund", order="A-1")], [finish("give_up", "cannot")], tools=[refund])
+    result = agent.run("refund A-1")
+    assert result.reason is StopReason.GAVE_UP
+    [told] = results_seen_last(agent)
+    assert told["is_error"] is True and "amount" in str(told["content"])
+    assert ran == []
+
+
+def results_seen_last(agent: Agent) -> list[dict[str, Any]]:
+    last = agent.model.requests[-1].messages[-1]
+    return [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def test_an_error_stop_says_its_own_cause_though_the_state_could_not_be_saved(make_agent: Any) -> None:
+    """A verifier that raises ends the run `error` saying so, even when it left a state no checkpoint can
+    hold: an error saves no state to resume, so that problem does not stand in for the cause."""
+
+    def broken(ctx: RunContext) -> list[str]:
+        ctx.state["scratch"] = object()  # no checkpoint can hold it
+        raise RuntimeError("the checker is broken")
+
+    agent = make_agent([finish("done", "x")], verifiers=[broken], checkpoint=lambda new: None)
+    result = agent.run("check")
+    assert (result.reason, result.error_type) == (StopReason.ERROR, "verifier_error")
+    assert "the checker is broken" in result.note
