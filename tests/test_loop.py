@@ -946,8 +946,8 @@ def test_a_per_turn_check_that_returns_no_verdict_ends_as_error_saying_what_to_r
     assert "a check returns None to let the run go on, or a TurnVerdict" in result.note
 
 
-@pytest.mark.parametrize(
-    "reason", [StopReason.NEED_HELP, StopReason.LIMIT, StopReason.GAVE_UP, StopReason.CANCELLED, "finished"]
+@pytest.mark.parametrize(  # every other reason (no_progress and help_timeout were left unchecked)
+    "reason", [*(r for r in StopReason if r not in (StopReason.SUCCESS, StopReason.ERROR)), "finished"]
 )
 def test_a_per_turn_check_ends_a_run_only_as_success_or_error(make_agent, reason):
     """A check's verdict of another reason ended the run with it, without what it needs: need_help

@@ -97,3 +97,17 @@ def test_calls_that_differ_or_change_the_state_all_run() -> None:
     )
     assert agent.run("write").reason is StopReason.SUCCESS
     assert len(lines) == 10
+
+
+def test_a_history_whose_worker_ran_every_repeat_still_runs_them_all() -> None:
+    """Where `skip_repeats` says no (a Temporal history whose worker, before this rule, ran every repeat:
+    its replay must run them as it ran), each repeat runs, and the run still stops `no_progress`."""
+    charged, charge = _ledger()
+    model = ScriptedModel([[call("charge", amount=5) for _ in range(5)]])
+    agent = Agent(name="biller", model=model, tools=[charge], skip_repeats=lambda: False)  # type: ignore[list-item]
+
+    result = agent.run("charge the customer")
+
+    assert result.reason is StopReason.NO_PROGRESS
+    assert charged == [5] * 5
+    assert result.note == "charge called 5 times with the same arguments and no change in state"

@@ -16,7 +16,10 @@ instead of a `ConfigError` when the agent is built.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+from messages_api import MessagesAPI, message, text
 
 from agent.errors import ConfigError
 from agent.models.anthropic import AnthropicModel
@@ -109,7 +112,14 @@ def test_sampling_parameters_are_refused_on_a_model_that_thinks_adaptively(
 
 
 def test_sampling_parameters_still_reach_a_model_that_takes_them() -> None:
-    AnthropicModel("claude-haiku-4-5", api_key=KEY, extra_body={"temperature": 0.2, "top_k": 40})
+    # was only built (no ConfigError): now the request the API gets carries them
+    with MessagesAPI(message(text("ok"))) as api:
+        model = AnthropicModel(
+            "claude-haiku-4-5", api_key=KEY, base_url=api.url, extra_body={"temperature": 0.2, "top_k": 40}
+        )
+        asyncio.run(model.complete(ModelRequest.of_messages("", [{"role": "user", "content": "hi"}], [], 64)))
+        [body] = api.bodies
+    assert (body["temperature"], body["top_k"]) == (0.2, 40)
 
 
 @pytest.mark.parametrize("model", ["claude-opus-4-8", "claude-opus-4-7", "us.anthropic.claude-opus-4-7"])

@@ -197,6 +197,18 @@ def test_progress_survives_json():
     assert stuck_at(restored, [[(A, "s")]]) == 1  # the third identical call, across a resume
 
 
+def test_a_detector_restored_stuck_says_so_before_any_new_call():
+    """A detector saved once a call was made `max_repeats` times reads back stuck on it at once: its
+    next call of it is not run (`stuck`, `stuck_on`), and a turn that makes no call ends it."""
+    detector = ProgressDetector(max_idle_turns=None)
+    for _ in range(3):
+        detector.observe(A, "s")
+    restored = ProgressDetector(max_idle_turns=None)
+    restored.load_json(detector.to_json())
+    assert restored.stuck() and restored.stuck_on(A) == 3
+    assert restored.end_turn() == "read_rows called 3 times with the same arguments and no change in state"
+
+
 # -- in the loop --------------------------------------------------------------------
 
 
