@@ -1156,15 +1156,7 @@ class Runner:
         runs and heartbeats, as it did on the loop. A run with no cleanup costs no thread hop."""
         entry = self.catalog.entries.get(job.record.agent)
         if entry is not None and entry.cleanup is not None:
-            await _in_daemon_thread(self._cleanup, {"job": job})
-
-    def _cleanup(self, job: Job) -> None:
-        entry = self.catalog.entries.get(job.record.agent)
-        if entry is not None and entry.cleanup is not None:
-            try:
-                entry.cleanup(job.record.state)
-            except (Exception, SystemExit) as exc:  # the run's end is recorded: its audit is still planned
-                log.warning("cleanup of run %s failed", job.run_id, exc_info=loggable(exc))
+            await _in_daemon_thread(_cleanup, {"cleanup": entry.cleanup, "job": job})
 
     def _own_cancel(self, job: Job) -> CancelSignal | None:
         """The run's own cancel signal, from its catalog entry's `cancel(state)`."""
@@ -1378,6 +1370,15 @@ def _started_before(agent: Agent | ForeignAgent, record: RunRecord) -> Agent | F
     if isinstance(agent.hooks, NoHooks):
         return agent
     return dataclasses.replace(agent, hooks=StartedBefore(agent.hooks, record.started_at))
+
+
+def _cleanup(cleanup: Callable[[dict[str, Any]], object], job: Job) -> None:
+    """The catalog's `cleanup` of the run `job` ended; its failure is logged (the run's end is recorded
+    and its audit planned already)."""
+    try:
+        cleanup(job.record.state)
+    except (Exception, SystemExit) as exc:
+        log.warning("cleanup of run %s failed", job.run_id, exc_info=loggable(exc))
 
 
 def _store_gave_up(job: Job, result: RunResult) -> BaseException | None:
