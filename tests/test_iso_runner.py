@@ -12,11 +12,9 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from loop_ticks import loop_ticks
 from test_runner_agents import catalog, counter_state, deployed
 
@@ -48,13 +46,6 @@ class QuickApprover:
                     approver.resumed.append(runner.spawn(runner.claim(result.run_id, approved=True)))
 
         return Approves()
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[RunStore]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def test_a_run_resumed_as_its_segment_ends_is_in_flight_and_a_shutdown_waits_for_it(
