@@ -34,7 +34,6 @@ import itertools
 import json
 import math
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -642,12 +641,15 @@ def _not_to_succeed(case: Mapping[str, Any]) -> bool:
 
 
 def history_from_store(url: str | None = None, window_seconds: float | None = None) -> RecordHistory:
-    """The finished runs of the run store (`agent.durable.store`), optionally only the recent ones.
-    Only read: a store that does not exist is an error, never made (a mistyped path)."""
+    """The finished runs of the run store (`agent.durable.store`), optionally only the recent ones: the
+    window is reckoned by the store's clock, which stamped when each ended (a host two days ahead of a
+    PostgreSQL server's found none within a day). Only read: a store that does not exist is an error,
+    never made (a mistyped path)."""
+    from agent.durable._storetime import StoreClock
     from agent.durable.store import open_store
 
     store = open_store(url, create=False)
-    since = time.time() - window_seconds if window_seconds else None
+    since = StoreClock(store).time() - window_seconds if window_seconds else None
     try:
         records = store.finished_since(since)  # the window applied by the store
         labels = {r.run_id: r.label for r in store.reviews()}  # in order: the latest label wins
