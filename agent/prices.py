@@ -61,6 +61,15 @@ def _first_time(*key: str) -> bool:
         return True
 
 
+def _once(seen: set[tuple[str, str]], key: tuple[str, str], kind: str, *detail: str) -> bool:
+    """True the first time a table (`seen`, its own warnings) and then the process (`_first_time`) are to
+    give the warning `kind` of `key` (its models) and `detail`; marks the table's either way."""
+    if key in seen:
+        return False
+    seen.add(key)
+    return _first_time(kind, *key, *detail)
+
+
 class PriceTable:
     """Per-model prices: the model table's (see `agent.models.catalog`), then yours.
 
@@ -275,10 +284,7 @@ class PriceTable:
     def _report_named(self, model: str, named: str, how: str) -> None:
         """Warn once per pair of models (for the first `MOST_NAMED_PAIRS`) that a call of `model` was
         answered by a reply naming `named`, and `how` it was priced."""
-        if (model, named) in self._named or len(self._named) >= MOST_NAMED_PAIRS:
-            return
-        self._named.add((model, named))
-        if not _first_time("named", model, named, how):
+        if len(self._named) >= MOST_NAMED_PAIRS or not _once(self._named, (model, named), "named", how):
             return
         log.warning(
             "a call of model %r was answered by a reply naming another model, %r: %s "
@@ -305,26 +311,19 @@ class PriceTable:
 
     def _report_uncounted(self, model: str) -> None:
         """Warn once per model that a call's input count was no count, so its cost is unknown."""
-        if (model, COUNT_UNKNOWN) not in self._warned:
-            self._warned.add((model, COUNT_UNKNOWN))
-            if not _first_time("uncounted", model):
-                return
+        if _once(self._warned, (model, COUNT_UNKNOWN), "uncounted"):
             log.warning(
                 "a call of model %r gave no count of its input that a call could have: "
                 "its cost is reported as unknown, never as a number it did not say",
                 model,
             )
 
-    def _first_time_unknown(self, model: str, apart: str) -> bool:
-        """True the first time this table, and the process, warn that `model` (priced `apart`) has no
-        price, for the same reason."""
-        self._warned.add((model, apart))
-        return _first_time("unknown", model, apart, "" if apart else self.unknown_reason(model))
-
     def _report_unknown(self, model: str, *, apart: str = "") -> None:
         """Warn once per model (and once more for each way a call of it is priced `apart`: fast
         mode, Priority Tier), and count every call."""
-        if (model, apart) not in self._warned and self._first_time_unknown(model, apart):
+        if (model, apart) not in self._warned and _once(  # (first: the reason is read for a first only)
+            self._warned, (model, apart), "unknown", "" if apart else self.unknown_reason(model)
+        ):
             if apart:
                 log.warning(
                     "no %s price for model %r (%s, priced apart): its cost is reported as unknown%s",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent.budget import Spent
 from agent.context import RunContext
 from agent.stops import LimitKind, StopReason
+from agent.text import flat_clip
 
 _TEXT_CHARS = 300
 
@@ -54,13 +55,5 @@ def plural(n: int, word: str) -> str:
 
 
 def _clip(text: str) -> str:
-    """The text's first `_TEXT_CHARS` characters, its blanks made single spaces. Read from a start
-    that grows until it gives that many (a result of 20 MB was split whole, word by word, for 300
-    characters of it): the start's words are the first words of the whole."""
-    start = 4 * _TEXT_CHARS
-    while True:
-        words = " ".join(text[:start].split())
-        if len(words) > _TEXT_CHARS or start >= len(text):
-            break
-        start *= 4
-    return words if len(words) <= _TEXT_CHARS else words[: _TEXT_CHARS - 3] + "..."
+    """The text's first `_TEXT_CHARS` characters, its blanks made single spaces (`flat_clip`)."""
+    return flat_clip(text, _TEXT_CHARS)

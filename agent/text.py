@@ -1,5 +1,6 @@
 """Text that UTF-8 cannot hold (a lone surrogate, as in a file name decoded with `surrogateescape`),
-and values that standard JSON cannot (NaN and the infinities); JSON read from outside, strictly."""
+and values that standard JSON cannot (NaN and the infinities); JSON read from outside, strictly; long
+text clipped from its start."""
 
 from __future__ import annotations
 
@@ -12,6 +13,20 @@ from collections.abc import Iterator
 from typing import Any
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def flat_clip(text: str, limit: int) -> str:
+    """`text`'s first `limit` characters (its last three `...` when it was cut), its blanks made single
+    spaces. Read from a start that grows until it gives more than `limit`: the start's words are the
+    first words of the whole, and a result of many megabytes is not split whole, word by word, for
+    its first few hundred characters."""
+    start = max(4 * limit, 64)
+    while True:
+        words = " ".join(text[:start].split())
+        if len(words) > limit or start >= len(text):
+            break
+        start *= 4
+    return words if len(words) <= limit else words[: limit - 3] + "..."
 
 
 def without_lone_surrogates(text: str) -> str:

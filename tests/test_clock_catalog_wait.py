@@ -12,14 +12,12 @@ agent in a process of its own."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 
 import pytest
-from temporal_audit_agents import catalog as other_catalog
 from temporal_server import TemporalServer, temporal_fixture
-from test_temporal46_catalog_wait import LACKS, connected, refused_once, worker, worker_process
+from test_temporal46_catalog_wait import connected, rolling_deploy
 
 from agent.result import RunResult, StopReason
 from agent.temporal import _activities
@@ -46,12 +44,7 @@ def test_a_worker_whose_clock_runs_ahead_still_waits_for_one_that_has_the_agent(
     async def scenario() -> RunResult:
         runs = await connected(temporal)
         state = {"script": "success", "dir": str(tmp_path)}
-        with contextlib.ExitStack() as deployed:
-            async with await worker(runs, other_catalog(), catalog_wait=120.0):
-                run_id = await runs.start("counter", "count", state=state, wait=False)
-                assert isinstance(run_id, str)
-                await refused_once(runs, run_id, LACKS)
-                deployed.enter_context(worker_process(temporal, runs.task_queue, catalog_wait=120.0))
+        async with rolling_deploy(temporal, runs, state) as run_id:
             return await asyncio.wait_for(runs.result(run_id), 120)
 
     result = asyncio.run(scenario())

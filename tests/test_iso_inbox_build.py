@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_ticks import loop_ticks
 
 from agent import Agent, StopReason, tool
 from agent.durable.catalog import Catalog
@@ -57,21 +58,11 @@ def test_an_agent_slow_to_build_for_a_preview_holds_up_no_other_run(
         record.state["slow"] = True
 
         async def scenario() -> tuple[briefing.Preview, int, float]:
-            ticks = 0
-
-            async def another_run() -> None:  # what the loop owes every other run meanwhile
-                nonlocal ticks
-                while True:
-                    await asyncio.sleep(0.01)
-                    ticks += 1
-
-            ticker = asyncio.create_task(another_run())
-            await asyncio.sleep(0.05)
-            ticks, began = 0, time.monotonic()
-            shown = await preview(record, catalog)
-            took = time.monotonic() - began
-            ticker.cancel()
-            return shown, ticks, took
+            async with loop_ticks() as ticks:
+                began = time.monotonic()
+                shown = await preview(record, catalog)
+                took = time.monotonic() - began
+            return shown, ticks.count, took
 
         threading.Timer(5, released.set).start()  # the build ends at last
         shown, ticks, took = asyncio.run(scenario())

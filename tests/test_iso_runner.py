@@ -12,11 +12,10 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
+from loop_ticks import loop_ticks
 from test_runner_agents import catalog, counter_state, deployed
 
 from agent import Agent, StopReason
@@ -47,13 +46,6 @@ class QuickApprover:
                     approver.resumed.append(runner.spawn(runner.claim(result.run_id, approved=True)))
 
         return Approves()
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[RunStore]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def test_a_run_resumed_as_its_segment_ends_is_in_flight_and_a_shutdown_waits_for_it(
@@ -144,21 +136,12 @@ def test_a_finished_runs_slow_cleanup_holds_up_no_other_run(tmp_path: Path) -> N
     runner = Runner(open_store(str(tmp_path / "runs.db")), tidy)
 
     async def scenario() -> tuple[int, bool]:
-        ticks = 0
-
-        async def another_run() -> None:  # what the loop owes every other run meanwhile
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
-
-        ticker = asyncio.create_task(another_run())
-        ended = runner.spawn(runner.begin("tidy", "tidy up", state={"name": "a"}))
-        await asyncio.sleep(1.0)
-        seen, finished = ticks, ended.done()
-        released.set()
-        result = await ended
-        ticker.cancel()
+        async with loop_ticks() as ticks:  # what the loop owes every other run meanwhile
+            ended = runner.spawn(runner.begin("tidy", "tidy up", state={"name": "a"}))
+            await asyncio.sleep(1.0)
+            seen, finished = ticks.count, ended.done()
+            released.set()
+            result = await ended
         assert result is not None and result.reason is StopReason.SUCCESS
         return seen, finished
 

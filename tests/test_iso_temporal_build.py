@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from loop_ticks import loop_ticks
 from temporalio.testing import ActivityEnvironment
 
 from agent import Agent
@@ -36,23 +37,13 @@ def test_a_slow_build_on_a_worker_holds_up_no_other_runs_activities() -> None:
     acts = EndstateActivities(catalog)
 
     async def scenario() -> tuple[int, float]:
-        ticks = 0
-
-        async def another_run() -> None:  # what the worker's loop owes every other run meanwhile
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
-
-        ticker = asyncio.create_task(another_run())
-        await asyncio.sleep(0.05)
-        ticks, began = 0, time.monotonic()
-        threading.Timer(1.0, released.set).start()
-        prepared = await ActivityEnvironment().run(acts.prepare, RUN)
-        took = time.monotonic() - began
-        ticker.cancel()
+        async with loop_ticks() as ticks:  # what the worker's loop owes every other run's activities
+            began = time.monotonic()
+            threading.Timer(1.0, released.set).start()
+            prepared = await ActivityEnvironment().run(acts.prepare, RUN)
+            took = time.monotonic() - began
         assert prepared["plan"]
-        return ticks, took
+        return ticks.count, took
 
     try:
         ticks, took = asyncio.run(scenario())

@@ -12,7 +12,8 @@ import pytest
 import agent.durable.store._sql as sql
 from agent import Agent, Budget, NoHooks
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import open_store
+from agent.durable.store import RunStatus, open_store
+from agent.durable.store.base import Listing
 from agent.evals.limits import history_from_store
 from agent.models.scripted import ScriptedModel, finish
 
@@ -80,6 +81,12 @@ def test_what_is_read_is_what_every_run_read_whole_gave(
     ids = finished_runs(store_url, 6)
     age(store_url, ids[:2], 30 * 86400)
     narrow = history_from_store(store_url, window_seconds=7 * 86400)
-    monkeypatch.delattr(sql.SqlStore, "finished_since")  # as a store without it is read: every run whole
+    monkeypatch.setattr(sql.SqlStore, "finished_since", every_run_whole)  # as before: whole, then filtered
     whole = history_from_store(store_url, window_seconds=7 * 86400)
     assert narrow.runs == whole.runs and len(narrow.runs) == 4
+
+
+def every_run_whole(store: sql.SqlStore, since: float | None, limit: int = 1_000_000) -> Listing:
+    """What `limits suggest` read before the store applied the window: every finished run, whole."""
+    runs = store.list_runs(RunStatus.FINISHED, limit=limit)
+    return Listing([r for r in runs if since is None or (r.ended_at or r.updated_at) >= since])

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -94,6 +94,23 @@ async def refused_once(runs: TemporalRuns, run_id: str, says: str, unless: Any =
     raise AssertionError(f"no call of run {run_id} was refused")
 
 
+@contextlib.asynccontextmanager
+async def rolling_deploy(
+    server: TemporalServer, runs: TemporalRuns, state: dict[str, Any]
+) -> AsyncIterator[str]:
+    """A rolling deploy, deterministic: only the old worker (its catalog lacks `counter`) polls when a run
+    of it starts; once it has refused the run's first call (seen in Temporal's pending activity, not slept
+    for), a new worker process that has the agent starts, both poll the queue, and the old one stops.
+    Yields the run's id while the new worker process runs."""
+    with contextlib.ExitStack() as deployed:
+        async with await worker(runs, other_catalog(), catalog_wait=120.0):
+            run_id = await runs.start("counter", "count", state=state, wait=False)
+            assert isinstance(run_id, str)
+            await refused_once(runs, run_id, LACKS)
+            deployed.enter_context(worker_process(server, runs.task_queue, catalog_wait=120.0))
+        yield run_id
+
+
 async def attempts_of(runs: TemporalRuns, run_id: str, activity: str) -> list[int]:
     """The attempt at which each of the run's `activity` calls last started, from its history."""
     history = await runs.client.get_workflow_handle(run_id).fetch_history()
@@ -113,19 +130,11 @@ async def attempts_of(runs: TemporalRuns, run_id: str, activity: str) -> list[in
 def test_a_run_a_worker_lacks_the_agent_of_ends_on_the_worker_of_the_queue_that_has_it(
     temporal: TemporalServer, tmp_path: Path
 ) -> None:
-    # A rolling deploy, deterministic: only the old worker (its catalog lacks `counter`) polls when the run
-    # starts; once it has refused the run's first call (seen in Temporal's pending activity, not slept
-    # for), a new worker process that has the agent starts, both poll the queue, and the old one stops.
-    # Before, the refusal was final: the run ended `error` at once.
+    # A rolling deploy (`rolling_deploy`). Before, the refusal was final: the run ended `error` at once.
     async def scenario() -> tuple[RunResult, list[int], WorkflowHistory]:
         runs = await connected(temporal)
         state = {"script": "success", "dir": str(tmp_path)}
-        with contextlib.ExitStack() as deployed:
-            async with await worker(runs, other_catalog(), catalog_wait=120.0):
-                run_id = await runs.start("counter", "count", state=state, wait=False)
-                assert isinstance(run_id, str)
-                await refused_once(runs, run_id, LACKS)
-                deployed.enter_context(worker_process(temporal, runs.task_queue, catalog_wait=120.0))
+        async with rolling_deploy(temporal, runs, state) as run_id:
             result = await asyncio.wait_for(runs.result(run_id), 120)
         history = await runs.client.get_workflow_handle(run_id).fetch_history()
         return result, await attempts_of(runs, run_id, w.PREPARE), history

@@ -161,6 +161,16 @@ def from_catalog(name: str, step: str, call: Callable[[], T]) -> T:
 # -- the runner -----------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Hold:
+    """A run whose lease a runner renews: the jobs that hold it (a run claimed again as its last
+    segment is recorded is held by both until that segment's job lets go of it), and when its lease
+    was last written (`since_boot`)."""
+
+    jobs: int
+    renewed: float
+
+
 @dataclass(frozen=True)
 class Job:
     """A run this runner holds, ready to drive: its agent and the segment's coroutine."""
@@ -283,10 +293,7 @@ class Runner:
         self.owner = owner or f"{machine()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         _LIVE_OWNERS.add(self.owner)
         self.shutting_down = threading.Event()
-        # runs whose lease this runner renews, each with the jobs that hold it: a run claimed again as
-        # its last segment is recorded is held by both until that segment's job lets go of it
-        self._held: dict[str, int] = {}
-        self._renewed: dict[str, float] = {}  # when each held run's lease was last written (`since_boot`)
+        self._held: dict[str, _Hold] = {}  # runs whose lease this runner renews
         self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
         # the tasks `spawn` made, until each ends: a run resumed as its last segment's task finishes
@@ -1126,18 +1133,20 @@ class Runner:
     def _hold(self, record: RunRecord) -> RunRecord:
         """Renew this run's lease from now on (it was just created, claimed or taken over here)."""
         with self._held_lock:
-            self._held[record.run_id] = self._held.get(record.run_id, 0) + 1
-            self._renewed[record.run_id] = since_boot()
+            if (hold := self._held.get(record.run_id)) is None:
+                self._held[record.run_id] = _Hold(1, since_boot())
+            else:  # claimed again before its last segment's job let go of it
+                hold.jobs, hold.renewed = hold.jobs + 1, since_boot()
         return record
 
     def _let_go(self, run_id: str, release_to: RunStatus | None, refused: str | None = None) -> None:
         """Stop holding a run: give it back as `release_to` (`refused`: why what it was claimed with
         was not taken, kept on the run for the person who gave it), or let its lease lapse for recovery."""
         with self._held_lock:
-            if (holds := self._held.pop(run_id, 0)) > 1:  # claimed again meanwhile: that job holds it
-                self._held[run_id] = holds - 1
+            if (hold := self._held.get(run_id)) is not None and hold.jobs > 1:  # claimed again meanwhile:
+                hold.jobs -= 1  # that job holds it
             else:
-                self._renewed.pop(run_id, None)
+                self._held.pop(run_id, None)
         if release_to is not None:
             self.store.release(run_id, release_to, self.lease(), self.clock.time(), refused)
 
@@ -1147,15 +1156,7 @@ class Runner:
         runs and heartbeats, as it did on the loop. A run with no cleanup costs no thread hop."""
         entry = self.catalog.entries.get(job.record.agent)
         if entry is not None and entry.cleanup is not None:
-            await _in_daemon_thread(self._cleanup, {"job": job})
-
-    def _cleanup(self, job: Job) -> None:
-        entry = self.catalog.entries.get(job.record.agent)
-        if entry is not None and entry.cleanup is not None:
-            try:
-                entry.cleanup(job.record.state)
-            except (Exception, SystemExit) as exc:  # the run's end is recorded: its audit is still planned
-                log.warning("cleanup of run %s failed", job.run_id, exc_info=loggable(exc))
+            await _in_daemon_thread(_cleanup, {"cleanup": entry.cleanup, "job": job})
 
     def _own_cancel(self, job: Job) -> CancelSignal | None:
         """The run's own cancel signal, from its catalog entry's `cancel(state)`."""
@@ -1227,7 +1228,8 @@ class Runner:
         stopped (SIGSTOP, a frozen container) past its lease, whose run a recovery took and went on
         with, ran the tool calls of the reply it then got once more before its next checkpoint said so."""
         with self._held_lock:
-            renewed = self._renewed.get(run_id)
+            hold = self._held.get(run_id)
+            renewed = None if hold is None else hold.renewed
         if renewed is not None and since_boot() - renewed < self.lease_seconds * LEASE_SURE:
             return None
         return self._renew_one(run_id)
@@ -1235,8 +1237,8 @@ class Runner:
     def _renewed_all(self, run_ids: list[str], when: float) -> None:
         with self._held_lock:
             for run_id in run_ids:
-                if run_id in self._renewed:  # (still held: one let go meanwhile stays forgotten)
-                    self._renewed[run_id] = when
+                if (hold := self._held.get(run_id)) is not None:  # (one let go meanwhile stays forgotten)
+                    hold.renewed = when
 
     async def _renew_one(self, run_id: str) -> None:
         began = since_boot()
@@ -1368,6 +1370,15 @@ def _started_before(agent: Agent | ForeignAgent, record: RunRecord) -> Agent | F
     if isinstance(agent.hooks, NoHooks):
         return agent
     return dataclasses.replace(agent, hooks=StartedBefore(agent.hooks, record.started_at))
+
+
+def _cleanup(cleanup: Callable[[dict[str, Any]], object], job: Job) -> None:
+    """The catalog's `cleanup` of the run `job` ended; its failure is logged (the run's end is recorded
+    and its audit planned already)."""
+    try:
+        cleanup(job.record.state)
+    except (Exception, SystemExit) as exc:
+        log.warning("cleanup of run %s failed", job.run_id, exc_info=loggable(exc))
 
 
 def _store_gave_up(job: Job, result: RunResult) -> BaseException | None:

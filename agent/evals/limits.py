@@ -34,7 +34,6 @@ import itertools
 import json
 import math
 import re
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -642,22 +641,21 @@ def _not_to_succeed(case: Mapping[str, Any]) -> bool:
 
 
 def history_from_store(url: str | None = None, window_seconds: float | None = None) -> RecordHistory:
-    """The finished runs of the run store (`agent.durable.store`), optionally only the recent ones.
-    Only read: a store that does not exist is an error, never made (a mistyped path)."""
-    from agent.durable.store import RunStatus, open_store
+    """The finished runs of the run store (`agent.durable.store`), optionally only the recent ones: the
+    window is reckoned by the store's clock, which stamped when each ended (a host two days ahead of a
+    PostgreSQL server's found none within a day). Only read: a store that does not exist is an error,
+    never made (a mistyped path)."""
+    from agent.durable._storetime import StoreClock
+    from agent.durable.store import open_store
 
     store = open_store(url, create=False)
-    since = time.time() - window_seconds if window_seconds else None
+    since = StoreClock(store).time() - window_seconds if window_seconds else None
     try:
-        if (finished_since := getattr(store, "finished_since", None)) is not None:  # the window in SQL
-            records = finished_since(since)
-        else:
-            records = store.list_runs(RunStatus.FINISHED, limit=1_000_000)
+        records = store.finished_since(since)  # the window applied by the store
         labels = {r.run_id: r.label for r in store.reviews()}  # in order: the latest label wins
     finally:
         store.close()
-    recent = [r for r in records if since is None or (r.ended_at or r.updated_at) >= since]
-    return RecordHistory([PastRun.from_dict(r.to_dict() | {"label": labels.get(r.run_id)}) for r in recent])
+    return RecordHistory([PastRun.from_dict(r.to_dict() | {"label": labels.get(r.run_id)}) for r in records])
 
 
 def parse_duration(text: str) -> float:

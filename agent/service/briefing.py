@@ -24,6 +24,7 @@ from agent.errors import EndstateError
 from agent.journal import Entry, Journal, Reply, Result
 from agent.service.visible import visible_json
 from agent.snapshot import Snapshot
+from agent.text import flat_clip
 from agent.tools import _in_daemon_thread  # the tools' daemon pool: a hung preview never blocks exit
 
 log = logging.getLogger("endstate.service")
@@ -241,9 +242,10 @@ async def _in_thread(key: tuple[str, str], make: Callable[[], object]) -> str:
 
 
 def clip(text: str, limit: int, flat: bool = True) -> str:
-    """`text` cut to `limit` characters (with `...`); `flat` folds whitespace onto one line."""
+    """`text` cut to `limit` characters (with `...`); `flat` folds whitespace onto one line, reading
+    only the start of a long text (`flat_clip`)."""
     if flat:
-        text = " ".join(text.split())
+        return flat_clip(text, limit)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -22,7 +22,6 @@ posted from another origin.
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import IO, Any
@@ -180,7 +179,7 @@ class ReviewPages:
         steps = await run_in_threadpool(lambda: [steps_of(self.store, r)[0] for r in records])
         reviewer, traces, now = _reviewer(request), self.service.trace_url, self.service.runner.clock.time()
         items = [
-            run_card(r, s, view, CARD_CHARS, traces, now)
+            run_card(r, s, view, CARD_CHARS, traces, now=now)
             + (label_form(r, view, reviewer) if is_in else _SIGN_IN_TO_LABEL)
             for r, s in zip(records, steps, strict=True)
         ]
@@ -470,16 +469,17 @@ def run_card(
     view: View,
     most: int | None = None,
     trace_url: str | None = None,
-    now: float | None = None,
+    *,
+    now: float,
 ) -> str:
     """A finished run: who, the task, how it stopped and why, its trace (linked with `trace_url`),
     what it did (of the task and the cause, the first `most` characters when given: `_shown`). How
     long ago it ended is reckoned from `now`, by the clock that stamped its end (the runner's: the
-    store's; this host's, when not given)."""
+    store's)."""
     e = escape
     stop = f"{r.stop_reason}" + (f" ({r.stop_limit})" if r.stop_limit else "")
     ended = r.ended_at or r.updated_at
-    ago = span((time.time() if now is None else now) - ended)
+    ago = span(now - ended)
     cause = r.note or r.output or (f"its {r.stop_limit} budget ran out" if r.stop_limit else "")
     error = f" <code>{e(r.error_type)}</code>" if r.error_type else ""
     task, task_cut = _shown(r, r.task, most)

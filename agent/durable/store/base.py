@@ -414,6 +414,11 @@ class RunStore(Protocol):
         is left out (and logged), its id in `damaged`."""
         ...
 
+    def finished_since(self, since: float | None, limit: int = 1_000_000) -> Listing:
+        """The finished runs that ended at `since` or later (all of them when None), newest first, with
+        their stop and usage only (no texts, state or journal): what `limits suggest` reads."""
+        ...
+
     def waiting(
         self, limit: int, offset: int = 0, agent: str | None = None, task_type: str | None = None
     ) -> Listing:
