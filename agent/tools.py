@@ -600,7 +600,8 @@ def own_cancels() -> Iterator[None]:
     try:
         yield
     finally:
-        _CANCELS_BEFORE.reset(token)
+        with contextlib.suppress(ValueError):  # closed in another context (a dropped coroutine): not ours
+            _CANCELS_BEFORE.reset(token)
 
 
 SAY_SECONDS = 5.0  # seconds an exception's own `__str__` may take where no call's bound is left to give it
