@@ -989,13 +989,22 @@ class _LoopClients:
         held = self._by_loop.get(loop)
         if held is None or held.client.is_closed():
             with self._taking:
+                self._forget_closed()
                 client, self._spare = self._spare or self._build(), None
-            held = self._by_loop[loop] = _Held(client, _closer(client))
+                held = self._by_loop[loop] = _Held(client, _closer(client))
             await anext(held.closer)  # parked: the loop's shutdown_asyncgens closes the client
         return held.client
 
+    def _forget_closed(self) -> None:
+        """Drop the clients of loops that closed (their shutdown closed them). A weak key alone never
+        lets one go: its parked closer holds the loop (the generator's finalizer is the loop's), so
+        each `agent.run()`, a loop of its own, kept its loop and client (a TLS context: 0.8 MB)."""
+        for loop in [loop for loop in self._by_loop if loop.is_closed()]:
+            del self._by_loop[loop]
+
     async def close_current(self) -> None:
-        held = self._by_loop.pop(asyncio.get_running_loop(), None)
+        with self._taking:
+            held = self._by_loop.pop(asyncio.get_running_loop(), None)
         if held is not None:
             await held.closer.aclose()
 
