@@ -152,9 +152,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import json
 import math
 import re
+import ssl
 import threading
 import time
 import weakref
@@ -1083,7 +1085,7 @@ def _new_client(api_key: str | None, base_url: str | None, timeout: float | None
     API refused it: "check the API key"), or sent it as a GET ("check the model id"). A reply's body is
     read through `_event_bytes`, so that no event of it holds more than a reply's could (`_bound_events`)."""
     http = anthropic.DefaultAsyncHttpxClient(
-        follow_redirects=False, event_hooks={"response": [_bound_events]}
+        follow_redirects=False, event_hooks={"response": [_bound_events]}, verify=_tls()
     )
     options: dict[str, Any] = {"max_retries": 0, "open_telemetry": False, "http_client": http}
     if timeout is not None:
@@ -1101,6 +1103,15 @@ def _new_client(api_key: str | None, base_url: str | None, timeout: float | None
             "give it whole, e.g. 'https://api.anthropic.com'"
         )
     return client
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS context of every client this process builds, as the SDK's HTTP client makes its own
+    (certifi's roots, or `SSL_CERT_FILE`/`SSL_CERT_DIR`, read once). One each, it was 0.8 MB of
+    memory a model: a catalog builds an agent, and so a model, for every run, and a Temporal worker
+    keeps up to 1,024 agents of runs not ended there (waiting for a person, say): 850 MB."""
+    return httpx2.create_ssl_context()
 
 
 async def _bound_events(response: httpx2.Response) -> None:
