@@ -135,8 +135,10 @@ def run_as_group(argv: list[str], cwd: str | Path | None, timeout: float) -> sub
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
     """Kill `process` and every process of its group, and reap it."""
-    with contextlib.suppress(ProcessLookupError):  # gone, and every one of its group with it
-        os.killpg(process.pid, signal.SIGKILL)  # its group's id is its pid (`start_new_session`)
+    if hasattr(os, "killpg"):  # POSIX; elsewhere the command's own process only
+        with contextlib.suppress(ProcessLookupError):  # gone, and every one of its group with it
+            os.killpg(process.pid, signal.SIGKILL)  # its group's id is its pid (`start_new_session`)
+    process.kill()
     process.wait()
 
 
