@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -12,6 +13,7 @@ import math
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -89,14 +91,7 @@ class CommandVerifier:
 
     def __call__(self, ctx: RunContext) -> list[str]:
         try:
-            done = subprocess.run(  # output that is no UTF-8 (a latin-1 name, binary) is still a failure's
-                list(self.argv),
-                cwd=self.cwd,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=self.timeout,
-            )
+            done = run_as_group(list(self.argv), self.cwd, self.timeout)
         except subprocess.TimeoutExpired:
             if self.cut_by_limit:
                 raise BudgetCut(f"`{self.shown}` was stopped: the run's time budget ran out") from None
@@ -118,6 +113,33 @@ class CommandVerifier:
         if seconds >= self.timeout:
             return self
         return dataclasses.replace(self, timeout=seconds, cut_by_limit=True)
+
+
+def run_as_group(argv: list[str], cwd: str | Path | None, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`argv` run to its end within `timeout` seconds, its output read as text (what is no UTF-8 is
+    replaced: a latin-1 name, binary); `TimeoutExpired` past them. The command runs in a process
+    group of its own, and past its timeout the whole group is killed: what it started (a `make`'s
+    test run, a shell's children, a suite's server) never outlives a check that overran, one more
+    for every such run of a long-lived process."""
+    with subprocess.Popen(
+        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+        start_new_session=True,
+    ) as process:  # fmt: skip
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except BaseException:  # past the timeout (or the thread's caller gave up on it)
+            _kill_group(process)
+            raise
+    return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    """Kill `process` and every process of its group, and reap it."""
+    if hasattr(os, "killpg"):  # POSIX; elsewhere the command's own process only
+        with contextlib.suppress(ProcessLookupError):  # gone, and every one of its group with it
+            os.killpg(process.pid, signal.SIGKILL)  # its group's id is its pid (`start_new_session`)
+    process.kill()
+    process.wait()
 
 
 @dataclass(frozen=True)
