@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import contextvars
 import dataclasses
@@ -125,12 +126,27 @@ def run_as_group(argv: list[str], cwd: str | Path | None, timeout: float) -> sub
         argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
         start_new_session=True,
     ) as process:  # fmt: skip
+        _RUNNING_GROUPS.add(process)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except BaseException:  # past the timeout (or the thread's caller gave up on it)
             _kill_group(process)
             raise
+        finally:
+            _RUNNING_GROUPS.discard(process)
     return subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
+
+
+# The commands running now. In a session of their own, a terminal's Ctrl-C no longer reaches them:
+# a process that exits mid-check (Ctrl-C, SIGTERM, the end of a script) kills them as it goes.
+_RUNNING_GROUPS: set[subprocess.Popen[str]] = set()
+
+
+@atexit.register
+def _kill_running_groups() -> None:
+    for process in list(_RUNNING_GROUPS):
+        with contextlib.suppress(OSError):
+            _kill_group(process)
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

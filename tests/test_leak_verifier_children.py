@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -77,3 +79,32 @@ def test_a_check_cut_by_the_time_budget_leaves_none_of_its_processes_running(tmp
         assert _left_running(_pids(pids)) == []
     finally:
         _kill(_pids(pids))
+
+
+EXITS_MID_CHECK = """
+import sys, threading, time
+from pathlib import Path
+from agent.verify import run_as_group
+folder = Path(sys.argv[1])
+script = f"sleep 60 & echo $! > {folder / 'child.pid'}; wait"
+threading.Thread(target=run_as_group, args=(["sh", "-c", script], None, 100.0), daemon=True).start()
+while not (folder / "child.pid").exists():
+    time.sleep(0.01)
+sys.exit(0)  # the end of a script, Ctrl-C or SIGTERM handled: the process exits mid-check
+"""
+
+
+def test_a_process_that_exits_mid_check_leaves_none_of_the_checks_processes_running(tmp_path: Path) -> None:
+    # Was: in a session of its own, the check's command no longer got a terminal's Ctrl-C, and a
+    # harness that exited while it ran left it, and all it started, running on as orphans.
+    done = subprocess.run([sys.executable, "-c", EXITS_MID_CHECK, str(tmp_path)], timeout=60)
+    assert done.returncode == 0
+    child = int((tmp_path / "child.pid").read_text())
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not _alive(child)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
