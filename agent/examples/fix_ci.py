@@ -12,7 +12,6 @@ import functools
 import hashlib
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from agent.agent import Agent
 from agent.budget import Budget
 from agent.models.base import Model
 from agent.tools import Tool, tool
-from agent.verify import AllOf, CommandVerifier, PredicateVerifier, Verifier
+from agent.verify import AllOf, CommandVerifier, PredicateVerifier, Verifier, run_as_group
 
 TASK_TYPE = "fix_ci"
 TASK = "CI is red on main. Find the failing test, fix the code (not the test), and push the fix."
@@ -139,13 +138,13 @@ def tools_for(repo: Path) -> list[Tool]:
     @tool(timeout=120)
     def run_tests() -> str:
         """Run the test suite; returns the tail of its output."""
-        done = subprocess.run(test_command(), cwd=repo, capture_output=True, text=True, timeout=110)
+        done = run_as_group(test_command(), repo, 110)  # past it, what the tests started is killed too
         return f"exit {done.returncode}\n{(done.stdout + done.stderr)[-1500:]}"
 
     @tool(timeout=120)
     def run_lint() -> str:
         """Run the linter; returns the tail of its output."""
-        done = subprocess.run(lint_command(), cwd=repo, capture_output=True, text=True, timeout=110)
+        done = run_as_group(lint_command(), repo, 110)
         return f"exit {done.returncode}\n{(done.stdout + done.stderr)[-1500:]}"
 
     @tool(needs_approval=True, preview=functools.partial(push_preview, repo))
