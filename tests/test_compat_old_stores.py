@@ -1,0 +1,137 @@
+"""Stores written by every store schema since the journal (4) open under today's code, and every run
+in them, whatever its state, is listed, counted, answered, recovered or swept, and finishes.
+
+tests/data/compat/ holds SQL dumps of stores that older releases wrote with tests/compat_agents.py
+(its README says which commit wrote each and how); each is loaded into a fresh store of each kind
+the dump allows, then driven to its end with HEAD's code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import compat_agents as ca
+import pytest
+from compat_stores import backends_for, dumps, load, schema_of
+from prometheus_client import CollectorRegistry
+
+from agent import StopReason
+from agent.clock import SystemClock
+from agent.durable.runner import Runner
+from agent.durable.store import RunStatus, open_store
+from agent.durable.store._sql import latest_version
+from telemetry.metrics import MetricsHooks
+
+CASES = [pytest.param((d, b), id=f"{d.stem}-{b}") for d in dumps() for b in backends_for(d)]
+WAITING = ["c-question", "c-approval", "c-deny", "c-expired", "c-timeout"]
+FINISHED = {"c-done": "success", "c-limit": "limit", "c-gave-up": "gave_up"}
+
+
+class Later(SystemClock):
+    """The system's clocks set to an hour after the store's runs were written, then running: the
+    crashed run's lease and c-expired's deadline (1 s) are past, the others' (a day) ahead."""
+
+    def __init__(self, written: float) -> None:
+        self.offset = written + 3600 - time.time()
+
+    def time(self) -> float:
+        return super().time() + self.offset
+
+
+@pytest.fixture(params=CASES)
+def old_store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, int]:
+    dump, backend = request.param
+    return load(dump, backend, tmp_path), schema_of(dump)
+
+
+def drive(url: str, written: float, how: Callable[[Runner], Coroutine[Any, Any, Any]]) -> Any:
+    store = open_store(url)
+    try:
+        return asyncio.run(how(Runner(store, ca.catalog(), clock=Later(written))))
+    finally:
+        store.close()
+
+
+def test_an_old_store_is_read_whole_and_every_run_in_it_finishes(old_store: tuple[str, int]) -> None:
+    url, schema = old_store
+    store = open_store(url)
+    try:
+        assert store.schema_version() == latest_version(store.dialect) >= schema  # type: ignore[attr-defined]
+        listing = store.list_runs(limit=None)
+        assert not listing.damaged
+        assert {r.run_id: r.status for r in listing} == {
+            **dict.fromkeys(WAITING, RunStatus.WAITING),
+            "c-crashed": RunStatus.RUNNING,
+            "c-answered": RunStatus.RUNNING,
+            "c-cancelled": RunStatus.CANCELLED,
+            "c-cut": RunStatus.CANCELLED,
+            **dict.fromkeys(FINISHED, RunStatus.FINISHED),
+        }
+        written = max(r.updated_at for r in listing)
+        for record in listing:  # every journal reads (early releases kept none for a finished run)
+            snap = store.snapshot(record.run_id)
+            if snap is not None or record.status is not RunStatus.FINISHED:
+                assert snap is not None and snap.task == f"task of {record.run_id}", record.run_id
+        waiting = store.waiting(limit=10)
+        assert [r.run_id for r in waiting] == WAITING
+        assert waiting[1].pending is not None and waiting[1].pending.name == "send_invoice"
+        assert {r.run_id: r.stop_reason for r in store.finished_since(None)} == FINISHED
+        hooks = MetricsHooks(CollectorRegistry(), pending=store.pending_groups)
+        gauges = {
+            agent: hooks.registry.get_sample_value(
+                "agent_help_pending", {"agent": agent, "task_type": "default"}
+            )
+            for agent in ("c-question", "c-approval", "c-expired", "c-timeout")
+        }
+        assert gauges == {"c-question": 1.0, "c-approval": 2.0, "c-expired": 1.0, "c-timeout": 1.0}
+    finally:
+        store.close()
+
+    ca.COUNTS.clear()
+    answered = drive(url, written, lambda r: r.resume("c-question", "EU"))
+    assert (answered.reason, answered.output) == (StopReason.SUCCESS, "EU share: 40%")
+    approved = drive(url, written, lambda r: r.resume("c-approval", approved=True))
+    assert (approved.reason, approved.output) == (StopReason.SUCCESS, "billed")
+    denied = drive(url, written, lambda r: r.resume("c-deny", approved=False))
+    assert (denied.reason, denied.output) == (StopReason.SUCCESS, "billed")
+    recovered = drive(url, written, lambda r: r.recover())
+    assert sorted((r.run_id, r.reason, r.output) for r in recovered) == [
+        ("c-answered", StopReason.SUCCESS, "DELTA: net 30"),
+        ("c-cancelled", StopReason.SUCCESS, "three customers looked up"),
+        ("c-crashed", StopReason.SUCCESS, "three customers looked up"),
+        ("c-cut", StopReason.SUCCESS, "slow one looked up"),
+    ]
+    swept = drive(url, written, lambda r: r.sweep())
+    assert sorted((r.run_id, r.reason, r.output) for r in swept) == [
+        ("c-expired", StopReason.SUCCESS, "not shipped"),
+        ("c-timeout", StopReason.HELP_TIMEOUT, ""),
+    ]
+    # no recorded call ran again: BETA and GAMMA for the crashed run, GAMMA for the cancelled one,
+    # DELTA for the answered one; the call a shutdown cut off is not run again
+    assert ca.COUNTS == {"send_invoice": 1, "lookup": 4}
+
+    store = open_store(url)
+    try:
+        listing = store.list_runs(limit=None)
+        assert not listing.damaged and {r.status for r in listing} == {RunStatus.FINISHED}
+        assert store.waiting(limit=10) == [] and store.pending_groups() == []
+        assert store.prune(ended_before=written + 7200) == len(ca.RUNS)
+        assert store.list_runs(limit=None) == []
+    finally:
+        store.close()
+
+
+def test_limits_suggest_reads_an_old_store(
+    old_store: tuple[str, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent.cli.main import main
+
+    url, _ = old_store
+    assert main(["limits", "suggest", "--store", url, "--json"]) == 0
+    [found] = json.loads(capsys.readouterr().out)
+    assert found["task_type"] == "default" and found["ceilings"]["turns"]["successes"] == 1
