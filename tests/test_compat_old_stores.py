@@ -81,6 +81,12 @@ def test_an_old_store_is_read_whole_and_every_run_in_it_finishes(old_store: tupl
         assert [r.run_id for r in waiting] == WAITING
         assert waiting[1].pending is not None and waiting[1].pending.name == "send_invoice"
         assert {r.run_id: r.stop_reason for r in store.finished_since(None)} == FINISHED
+        tails = {r: store.journal_tail(r, 2) for r in WAITING}  # type: ignore[attr-defined]
+        assert all(t is not None and t.suspension is not None for t in tails.values()), tails
+        queue = store.review_queue([StopReason.LIMIT, StopReason.GAVE_UP], success_share=1.0)
+        assert sorted(r.run_id for r in queue) == sorted(FINISHED)
+        store.add_review("c-limit", "budget too small", "", written, by="compat")
+        assert [(v.run_id, v.label) for v in store.labelled(limit=10)] == [("c-limit", "budget too small")]
         hooks = MetricsHooks(CollectorRegistry(), pending=store.pending_groups)
         gauges = {
             agent: hooks.registry.get_sample_value(
