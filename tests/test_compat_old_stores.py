@@ -141,3 +141,33 @@ def test_limits_suggest_reads_an_old_store(
     assert main(["limits", "suggest", "--store", url, "--json"]) == 0
     [found] = json.loads(capsys.readouterr().out)
     assert found["task_type"] == "default" and found["ceilings"]["turns"]["successes"] == 1
+
+
+def test_the_service_s_inbox_and_pages_read_an_old_store(old_store: tuple[str, int]) -> None:
+    from starlette.testclient import TestClient
+    from test_service_defences import LOCAL, TOKEN
+
+    from agent.service.app import Service, create_app
+    from agent.service.auth import Token
+
+    url, _ = old_store
+    store = open_store(url)
+    try:
+        written = max(r.updated_at for r in store.list_runs(limit=None))
+        runner = Runner(store, ca.catalog(), clock=Later(written))
+        service = Service(runner, Token(TOKEN), sweep_interval=3600)
+        with TestClient(create_app(service), base_url=LOCAL) as api:
+            inbox = api.get("/inbox")
+            assert inbox.status_code == 200, inbox.text[:300]
+            assert "Which region: EU or US?" in inbox.text and "send_invoice" in inbox.text
+            pending = api.get("/pending", headers={"Authorization": f"Bearer {TOKEN}"})
+            assert pending.status_code == 200, pending.text[:300]
+            assert "damaged" not in pending.json()
+            assert {"c-question", "c-approval", "c-deny"} <= {r["run_id"] for r in pending.json()["pending"]}
+            review = api.get("/inbox/review?limit=50")
+            assert review.status_code == 200 and "c-limit" in review.text, review.text[:300]
+            for run_id in ca.RUNS:
+                page = api.get(f"/runs/{run_id}", headers={"Authorization": f"Bearer {TOKEN}"})
+                assert page.status_code == 200 and page.json()["run_id"] == run_id, page.text[:300]
+    finally:
+        store.close()
