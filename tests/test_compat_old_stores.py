@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import compat_agents as ca
+import pg
 import pytest
 from compat_stores import backends_for, dumps, load, schema_of
 from prometheus_client import CollectorRegistry
 
-from agent import StopReason
+from agent import Extension, StopReason
 from agent.clock import SystemClock
 from agent.durable.runner import Runner
-from agent.durable.store import RunStatus, open_store
+from agent.durable.store import NotClaimable, RunStatus, open_store
 from agent.durable.store._sql import latest_version
 from telemetry.metrics import MetricsHooks
 
@@ -85,8 +86,8 @@ def test_an_old_store_is_read_whole_and_every_run_in_it_finishes(old_store: tupl
         assert all(t is not None and t.suspension is not None for t in tails.values()), tails
         queue = store.review_queue([StopReason.LIMIT, StopReason.GAVE_UP], success_share=1.0)
         assert sorted(r.run_id for r in queue) == sorted(FINISHED)
-        store.add_review("c-limit", "budget too small", "", written, by="compat")
-        assert [(v.run_id, v.label) for v in store.labelled(limit=10)] == [("c-limit", "budget too small")]
+        store.add_review("c-limit", "limit_too_low", "", written, by="compat")
+        assert [(v.run_id, v.label) for v in store.labelled(limit=10)] == [("c-limit", "limit_too_low")]
         hooks = MetricsHooks(CollectorRegistry(), pending=store.pending_groups)
         gauges = {
             agent: hooks.registry.get_sample_value(
@@ -169,5 +170,27 @@ def test_the_service_s_inbox_and_pages_read_an_old_store(old_store: tuple[str, i
             for run_id in ca.RUNS:
                 page = api.get(f"/runs/{run_id}", headers={"Authorization": f"Bearer {TOKEN}"})
                 assert page.status_code == 200 and page.json()["run_id"] == run_id, page.text[:300]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", pg.BACKENDS)
+def test_more_budget_for_a_limit_stop_an_early_release_kept_no_snapshot_of_says_so(
+    backend: str, tmp_path: Path
+) -> None:
+    """The release of store schema 4 kept no snapshot of a finished run: its limit stop cannot be
+    given more budget, and the refusal says that (it said the run 'did not stop at a limit')."""
+    from compat_stores import DATA
+
+    url = load(DATA / "schema4.sqlite.sql", backend, tmp_path)
+    store = open_store(url)
+    try:
+        runner = Runner(store, ca.catalog())
+        with pytest.raises(NotClaimable) as refused:
+            runner.claim("c-limit", more=Extension(turns=1))
+        said = str(refused.value)
+        assert "stopped at a limit" in said and "no snapshot" in said and "did not stop" not in said
+        record = store.get("c-limit")
+        assert record is not None and record.status is RunStatus.FINISHED and record.owner is None
     finally:
         store.close()
