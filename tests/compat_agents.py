@@ -7,6 +7,7 @@ public API every release since the journal (store schema 4) shares is used here.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from agent import Agent, Budget, HelpPolicy, tool
 from agent.models.scripted import ScriptedModel, call, finish
 
+AUDITS = "audit" in inspect.signature(Agent).parameters  # success audits: store schema 6 on
 try:
     from agent.durable.runner import Catalog
 except ImportError:  # releases before the agent/durable layout (store schema 8 and older)
@@ -31,6 +33,7 @@ RUNS = {
     "c-done": ("c-ledger", "finished: success"),
     "c-limit": ("c-limit", "finished: limit (turns)"),
     "c-gave-up": ("c-gave-up", "finished: gave_up"),
+    "c-audited": ("c-audited", "finished: success, its audit due a minute later (schema 6 on)"),
     "c-deny": ("c-approval", "waiting for an approval of send_invoice (to be denied)"),
     "c-timeout": ("c-timeout", "waiting, its deadline (1 s) long past; the help policy ends it"),
     "c-answered": ("c-followup", "running: answered, its worker died mid-turn after the answer"),
@@ -120,9 +123,24 @@ def gave_up(_: Any = None) -> Agent:
     )
 
 
+def confirmed(ctx: Any) -> list[str]:
+    """The audit's independent check: the run's note is what the world holds."""
+    return [] if ctx.note == "audited" else [f"{ctx.note!r} is not what the world holds"]
+
+
+def audited(_: Any = None) -> Agent:
+    model = ScriptedModel([[finish("done", "audited")]])
+    if not AUDITS:
+        return Agent("c-audited", model, budget=Budget(max_turns=3))
+    from agent.audit import SuccessAudit
+
+    audit = SuccessAudit(check=confirmed, share=1.0, after=60.0)
+    return Agent("c-audited", model, budget=Budget(max_turns=3), audit=audit)
+
+
 def catalog() -> Catalog:
     c = Catalog()
-    for build in (question, approval, expired, timeout, followup, slow, ledger, limited, gave_up):
+    for build in (question, approval, expired, timeout, followup, slow, ledger, limited, gave_up, audited):
         c.register(build().name, build)
     return c
 

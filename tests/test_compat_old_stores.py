@@ -22,6 +22,7 @@ from compat_stores import backends_for, dumps, load, schema_of
 from prometheus_client import CollectorRegistry
 
 from agent import Extension, StopReason
+from agent.audit import AuditOutcome
 from agent.clock import SystemClock
 from agent.durable.runner import Runner
 from agent.durable.store import NotClaimable, RunStatus, open_store
@@ -29,8 +30,9 @@ from agent.durable.store._sql import latest_version
 from telemetry.metrics import MetricsHooks
 
 CASES = [pytest.param((d, b), id=f"{d.stem}-{b}") for d in dumps() for b in backends_for(d)]
+AUDITS_SINCE = 6  # the store schema that brought success audits
 WAITING = ["c-question", "c-approval", "c-deny", "c-expired", "c-timeout"]
-FINISHED = {"c-done": "success", "c-limit": "limit", "c-gave-up": "gave_up"}
+FINISHED = {"c-done": "success", "c-limit": "limit", "c-gave-up": "gave_up", "c-audited": "success"}
 
 
 class Later(SystemClock):
@@ -121,6 +123,10 @@ def test_an_old_store_is_read_whole_and_every_run_in_it_finishes(old_store: tupl
     # no recorded call ran again: BETA and GAMMA for the crashed run, GAMMA for the cancelled one,
     # DELTA for the answered one; the call a shutdown cut off is not run again
     assert ca.COUNTS == {"send_invoice": 1, "lookup": 4}
+    # the success audit the old release scheduled (schema 6 on) is made, a minute after the run ended
+    audits = drive(url, written, lambda r: r.audit_due())
+    expected = [("c-audited", AuditOutcome.CONFIRMED)] if schema >= AUDITS_SINCE else []
+    assert [(a.run_id, a.outcome) for a in audits] == expected
 
     store = open_store(url)
     try:
@@ -141,7 +147,7 @@ def test_limits_suggest_reads_an_old_store(
     url, _ = old_store
     assert main(["limits", "suggest", "--store", url, "--json"]) == 0
     [found] = json.loads(capsys.readouterr().out)
-    assert found["task_type"] == "default" and found["ceilings"]["turns"]["successes"] == 1
+    assert found["task_type"] == "default" and found["ceilings"]["turns"]["successes"] == 2
 
 
 def test_the_service_s_inbox_and_pages_read_an_old_store(old_store: tuple[str, int]) -> None:

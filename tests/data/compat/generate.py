@@ -36,6 +36,7 @@ ENDS = {
     "c-done": StopReason.SUCCESS,
     "c-limit": StopReason.LIMIT,
     "c-gave-up": StopReason.GAVE_UP,
+    "c-audited": StopReason.SUCCESS,
 }
 
 
