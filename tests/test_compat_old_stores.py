@@ -98,6 +98,10 @@ def test_an_old_store_is_read_whole_and_every_run_in_it_finishes(old_store: tupl
             for agent in ("c-question", "c-approval", "c-expired", "c-timeout")
         }
         assert gauges == {"c-question": 1.0, "c-approval": 2.0, "c-expired": 1.0, "c-timeout": 1.0}
+        oldest = hooks.registry.get_sample_value(
+            "agent_help_oldest_pending_seconds", {"agent": "c-question", "task_type": "default"}
+        )
+        assert oldest is not None and oldest >= time.time() - written - 60  # from when it asked
     finally:
         store.close()
 
