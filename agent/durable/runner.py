@@ -402,8 +402,14 @@ class Runner:
             raise NotClaimable(not_as_read(current, segments))
         lease, now = self.lease(), self.clock.time()
         if more is not None:  # more budget for a run that stopped at a limit
-            if not (current.stop_reason is StopReason.LIMIT and current.snapshot_json):
+            if current.stop_reason is not StopReason.LIMIT:
                 raise NotClaimable(f"run {run_id} did not stop at a limit; nothing was changed")
+            if not current.snapshot_json:  # ended by a release that kept no finished run's snapshot
+                raise NotClaimable(
+                    f"run {run_id} stopped at a limit, but the Endstate that ran it kept no snapshot of a "
+                    "finished run, so there is nothing to continue from: start the task again with a "
+                    "larger budget; nothing was changed"
+                )
             if answer is not None or approved is not None:  # it asked nothing: the reply would go unread
                 raise NotClaimable(
                     f"run {run_id} stopped at a limit and waits for no answer or approval: give it more "

@@ -169,15 +169,19 @@ class SqlStore:
         needed = {v for v, _ in migrations(self.dialect) if v > JOURNAL_VERSION}
         return max(applied, default=0) == latest_version(self.dialect) and needed <= applied
 
-    def _apply_migrations(self) -> int:
-        """Bring the schema to the latest version; refuse a newer one. How many migrations it applied."""
-        current = self.schema_version()
-        latest = latest_version(self.dialect)
+    def _refuse_newer(self) -> int:
+        """The store's schema version; `StoreError` when a newer Endstate wrote it (never changed here)."""
+        current, latest = self.schema_version(), latest_version(self.dialect)
         if current > latest:
             raise StoreError(
                 f"the store at {self.shown} has schema version {current}, newer than this Endstate "
                 f"reads ({latest}); upgrade Endstate"
             )
+        return current
+
+    def _apply_migrations(self) -> int:
+        """Bring the schema to the latest version; refuse a newer one. How many migrations it applied."""
+        current = self._refuse_newer()
         applied = self._applied()
         due = [
             (version, sql)

@@ -136,6 +136,8 @@ class SqliteStore(SqlStore):
                 f"{self.path} is a SQLite database of something else (tables: {shown}), "
                 "not an Endstate run store; pass another --store"
             )
+        if SCHEMA_TABLE in tables:
+            self._refuse_newer()  # before the switch to WAL: a newer release's file is left as it was
         try:
             self._use_wal()
             self._conn.execute("PRAGMA synchronous = NORMAL")
