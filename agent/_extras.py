@@ -1,0 +1,39 @@
+"""The optional extras: the modules each installs, and the error naming the extra a module needs.
+
+`pip install endstate` has none of them. A module of Endstate built on one (`agent.temporal`,
+`agent.integrations.openai_agents`, ...) imports its framework inside `needs_extra`, so that
+importing it without the extra says what to install instead of `No module named 'temporalio'`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from agent.errors import MissingExtra
+
+# extra -> the top-level modules its distributions install (what a module of Endstate imports)
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "temporal": ("temporalio",),
+    "openai-agents": ("agents", "openai"),
+    "claude-agent-sdk": ("claude_agent_sdk",),
+    "pydantic-ai": ("pydantic_ai",),
+    "langgraph": ("langgraph", "langchain_core"),
+}
+
+
+@contextmanager
+def needs_extra(extra: str, what: str) -> Iterator[None]:
+    """Imports of `what` (a module of Endstate) from `extra`: one of the extra's modules missing is
+    `MissingExtra` naming it; any other missing module is raised as it was (a broken install)."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").partition(".")[0]
+        if isinstance(exc, MissingExtra) or top not in EXTRA_MODULES[extra]:
+            raise
+        raise MissingExtra(
+            f"{what} needs the {extra} extra, which is not installed (no module {exc.name!r}): "
+            f"pip install 'endstate[{extra}]'",
+            name=exc.name,
+        ) from exc
