@@ -7,6 +7,7 @@ importing it without the extra says what to install instead of `No module named 
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,6 +20,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "claude-agent-sdk": ("claude_agent_sdk",),
     "pydantic-ai": ("pydantic_ai",),
     "langgraph": ("langgraph", "langchain_core"),
+    "bedrock": ("boto3", "botocore"),
 }
 
 
@@ -32,8 +34,20 @@ def needs_extra(extra: str, what: str) -> Iterator[None]:
         top = (exc.name or "").partition(".")[0]
         if isinstance(exc, MissingExtra) or top not in EXTRA_MODULES[extra]:
             raise
-        raise MissingExtra(
-            f"{what} needs the {extra} extra, which is not installed (no module {exc.name!r}): "
-            f"pip install 'endstate[{extra}]'",
-            name=exc.name,
-        ) from exc
+        raise missing_extra(extra, what, exc.name or top) from exc
+
+
+def require_extra(extra: str, what: str) -> None:
+    """`MissingExtra` naming `extra` when one of its modules is not installed (for a feature that
+    imports them only when used, as the Anthropic SDK's Bedrock client does at its first call)."""
+    for module in EXTRA_MODULES[extra]:
+        if importlib.util.find_spec(module) is None:
+            raise missing_extra(extra, what, module)
+
+
+def missing_extra(extra: str, what: str, module: str) -> MissingExtra:
+    return MissingExtra(
+        f"{what} needs the {extra} extra, which is not installed (no module {module!r}): "
+        f"pip install 'endstate[{extra}]'",
+        name=module,
+    )

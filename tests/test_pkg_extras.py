@@ -103,3 +103,21 @@ def test_the_extras_named_are_pyprojects_and_install_the_modules_named() -> None
         wanted = {Requirement(r).name.lower() for r in EXTRAS[extra]}
         for module in modules:
             assert {d.lower() for d in by_module[module]} & wanted, (extra, module, by_module[module])
+
+
+def test_an_anthropic_model_on_bedrock_without_the_extra_says_what_to_install() -> None:
+    """The SDK's Bedrock client imports botocore at its first call: each run ended `error` saying only
+    "No module named 'botocore'"."""
+    code = (
+        "from anthropic import AsyncAnthropicBedrock\n"
+        "from agent.errors import MissingExtra\n"
+        "from agent.models.anthropic import AnthropicModel\n"
+        "client = AsyncAnthropicBedrock(aws_region='us-east-1', aws_access_key='a', aws_secret_key='b')\n"
+        "try:\n"
+        "    AnthropicModel('anthropic.claude-sonnet-4-5', client=client)\n"
+        "except MissingExtra as exc:\n"
+        "    print(exc)\n"
+    )
+    done = without_extras(code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "pip install 'endstate[bedrock]'" in done.stdout, done.stdout
