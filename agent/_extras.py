@@ -46,6 +46,7 @@ def require_extra(extra: str, what: str) -> None:
 
 
 def missing_extra(extra: str, what: str, module: str) -> MissingExtra:
+    """The error for `what` without `extra` (its `module` missing), with the command that installs it."""
     return MissingExtra(
         f"{what} needs the {extra} extra, which is not installed (no module {module!r}): "
         f"pip install 'endstate[{extra}]'",
