@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from test_packaging import extras_modules
+from test_packaging import all_parsers, extras_modules
 
 from agent._extras import EXTRA_MODULES
 
@@ -121,3 +121,11 @@ def test_an_anthropic_model_on_bedrock_without_the_extra_says_what_to_install() 
     done = without_extras(code)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "pip install 'endstate[bedrock]'" in done.stdout, done.stdout
+
+
+def test_the_help_says_temporal_needs_its_extra() -> None:
+    """`endstate --help` and each --temporal say what to install before the command fails for want of it."""
+    parsers = {p.prog: p for p in all_parsers()}
+    assert "endstate[temporal]" in " ".join(parsers["endstate"].format_help().split())
+    for prog in ("endstate worker", "endstate start", "endstate runs", "endstate serve"):
+        assert "(the temporal extra)" in " ".join(parsers[prog].format_help().split()), prog
