@@ -13,6 +13,11 @@ class ConfigError(EndstateError):
     """The agent, budget or tool definition is wrong; the message says what to fix."""
 
 
+class MissingExtra(EndstateError, ModuleNotFoundError):
+    """A module of Endstate needs an extra that is not installed; the message names the extra
+    (`pip install 'endstate[temporal]'`). A `ModuleNotFoundError` still, for code that probes for it."""
+
+
 class TakenOver(EndstateError):
     """Another worker holds the run now (this one's lease ran out: it stalled, or could not reach the
     store for longer than its lease), so this worker's segment ends where it learned so. It is no end

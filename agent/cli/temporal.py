@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
     """Add `worker`, and `--temporal` to the durable-run commands (registered before this module)."""
     worker = sub.add_parser(
         "worker",
-        help="run a Temporal worker for the catalog's agents",
+        help="run a Temporal worker for the catalog's agents (pip install 'endstate[temporal]')",
         epilog=f"environment variables read: {TEMPORAL}; {CATALOG}; ENDSTATE_FIRST_SCRAPE_WAIT (with "
         f"--metrics-port, when --first-scrape-wait is not given); {OTEL}.",
     )
@@ -191,7 +191,7 @@ def _temporal_args(parser: argparse.ArgumentParser, required: bool = False) -> N
         default=default,
         required=required and default is None,
         metavar="HOST:PORT",
-        help=f"run on this Temporal server (default: ${ENV_TEMPORAL})",
+        help=f"run on this Temporal server (the temporal extra) (default: ${ENV_TEMPORAL})",
     )
     # None until `on_temporal` fills in the defaults, knowing then whether one was given
     parser.add_argument("--namespace", type=name, default=None, help="Temporal namespace (default: default)")

@@ -14,13 +14,16 @@ import weakref
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from langgraph.checkpoint.base import (
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-)
+from agent._extras import needs_extra
+
+with needs_extra("langgraph", "agent.integrations._lg_saver"):
+    from langgraph.checkpoint.base import (
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+    )
 
 
 class SyncSaver(BaseCheckpointSaver[Any]):

@@ -39,18 +39,21 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from claude_agent_sdk import (
-    AssistantMessage,
-    ClaudeAgentOptions,
-    HookMatcher,
-    ResultMessage,
-    SystemMessage,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-    UserMessage,
-    query,
-)
+from agent._extras import needs_extra
+
+with needs_extra("claude-agent-sdk", "agent.integrations.claude_agent_sdk"):
+    from claude_agent_sdk import (
+        AssistantMessage,
+        ClaudeAgentOptions,
+        HookMatcher,
+        ResultMessage,
+        SystemMessage,
+        TextBlock,
+        ToolResultBlock,
+        ToolUseBlock,
+        UserMessage,
+        query,
+    )
 
 from agent._valid import is_count, is_finite_from_zero
 from agent.errors import ConfigError

@@ -76,13 +76,16 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from langchain_core.exceptions import ContextOverflowError, ModelRefusalError
-from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
-from langgraph.errors import GraphDrained, GraphRecursionError
-from langgraph.prebuilt import ToolNode
-from langgraph.pregel import Pregel
-from langgraph.types import Command, Interrupt, StateSnapshot
+from agent._extras import needs_extra
+
+with needs_extra("langgraph", "agent.integrations.langgraph"):
+    from langchain_core.exceptions import ContextOverflowError, ModelRefusalError
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+    from langgraph.errors import GraphDrained, GraphRecursionError
+    from langgraph.prebuilt import ToolNode
+    from langgraph.pregel import Pregel
+    from langgraph.types import Command, Interrupt, StateSnapshot
 
 from agent.budget import Spent
 from agent.errors import ConfigError

@@ -23,13 +23,16 @@ from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
-from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import LLMResult
-from langchain_core.tracers.context import register_configure_hook
-from langgraph.errors import GraphBubbleUp, GraphInterrupt
-from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE
-from langgraph.types import Interrupt
+from agent._extras import needs_extra
+
+with needs_extra("langgraph", "agent.integrations.langgraph_calls"):
+    from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import LLMResult
+    from langchain_core.tracers.context import register_configure_hook
+    from langgraph.errors import GraphBubbleUp, GraphInterrupt
+    from langgraph.prebuilt.tool_node import INVALID_TOOL_NAME_ERROR_TEMPLATE
+    from langgraph.types import Interrupt
 
 from agent.hooks import hook_failed
 from agent.integrations._observe import Recorder, Usage, in_turns

@@ -59,30 +59,33 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, M
 from contextvars import ContextVar
 from typing import Any
 
-import openai
-from agents import Agent as OAAgent
-from agents import RunHooks as OARunHooks
-from agents import Runner, default_tool_error_function
-from agents.exceptions import (
-    InputGuardrailTripwireTriggered,
-    MaxTurnsExceeded,
-    ModelBehaviorError,
-    ModelRefusalError,
-    OutputGuardrailTripwireTriggered,
-    ToolInputGuardrailTripwireTriggered,
-    ToolOutputGuardrailTripwireTriggered,
-    ToolTimeoutError,
-    UserError,
-)
-from agents.handoffs import Handoff
-from agents.lifecycle import RunHooksBase
-from agents.models import get_default_model
-from agents.models.multi_provider import MultiProvider
-from agents.result import RunResultStreaming
-from agents.run_state import RunState
-from agents.tool import default_tool_timeout_error_message
-from agents.tool_context import ToolContext
-from agents.tool_guardrails import ToolOutputGuardrail
+from agent._extras import needs_extra
+
+with needs_extra("openai-agents", "agent.integrations.openai_agents"):
+    import openai
+    from agents import Agent as OAAgent
+    from agents import RunHooks as OARunHooks
+    from agents import Runner, default_tool_error_function
+    from agents.exceptions import (
+        InputGuardrailTripwireTriggered,
+        MaxTurnsExceeded,
+        ModelBehaviorError,
+        ModelRefusalError,
+        OutputGuardrailTripwireTriggered,
+        ToolInputGuardrailTripwireTriggered,
+        ToolOutputGuardrailTripwireTriggered,
+        ToolTimeoutError,
+        UserError,
+    )
+    from agents.handoffs import Handoff
+    from agents.lifecycle import RunHooksBase
+    from agents.models import get_default_model
+    from agents.models.multi_provider import MultiProvider
+    from agents.result import RunResultStreaming
+    from agents.run_state import RunState
+    from agents.tool import default_tool_timeout_error_message
+    from agents.tool_context import ToolContext
+    from agents.tool_guardrails import ToolOutputGuardrail
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks

@@ -48,37 +48,40 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai import Agent as PAIAgent
-from pydantic_ai.agent import AbstractAgent
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import (
-    ApprovalRequired,
-    CallDeferred,
-    ContentFilterError,
-    ModelContextWindowExceededError,
-    RunCancelled,
-    RunTimedOut,
-    ToolRetryError,
-    UsageLimitExceeded,
-)
-from pydantic_ai.messages import (
-    FunctionToolCallEvent,
-    FunctionToolResultEvent,
-    ModelMessage,
-    ModelMessagesTypeAdapter,
-    ModelResponse,
-    RetryPromptPart,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from pydantic_ai.models import parse_model_id
-from pydantic_ai.models.fallback import FallbackModel
-from pydantic_ai.models.wrapper import WrapperModel
-from pydantic_ai.run import AgentRun, AgentRunResult
-from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
-from pydantic_ai.usage import RunUsage, UsageLimits
+from agent._extras import needs_extra
+
+with needs_extra("pydantic-ai", "agent.integrations.pydantic_ai"):
+    from pydantic_ai import Agent as PAIAgent
+    from pydantic_ai.agent import AbstractAgent
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.exceptions import (
+        ApprovalRequired,
+        CallDeferred,
+        ContentFilterError,
+        ModelContextWindowExceededError,
+        RunCancelled,
+        RunTimedOut,
+        ToolRetryError,
+        UsageLimitExceeded,
+    )
+    from pydantic_ai.messages import (
+        FunctionToolCallEvent,
+        FunctionToolResultEvent,
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelResponse,
+        RetryPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import parse_model_id
+    from pydantic_ai.models.fallback import FallbackModel
+    from pydantic_ai.models.wrapper import WrapperModel
+    from pydantic_ai.run import AgentRun, AgentRunResult
+    from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
+    from pydantic_ai.usage import RunUsage, UsageLimits
 
 from agent.errors import ConfigError
 from agent.hooks import RunHooks

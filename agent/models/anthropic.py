@@ -169,6 +169,7 @@ import httpx2
 import pydantic
 from anthropic import types
 
+from agent._extras import require_extra
 from agent._valid import is_count, is_number, is_whole
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import CONTEXT_FULL
@@ -526,6 +527,7 @@ class AnthropicModel:
             self._clients: _LoopClients | None = _LoopClients(lambda: _new_client(api_key, base_url, timeout))
             self._injected: anthropic.AsyncAnthropic | None = None
         else:
+            _check_extra(client)
             self._clients, self._injected = None, _without_retries(client)
         platform = media_limits or limits_for(self.client)
         self._media_limits = platform.for_window(self._context_window)
@@ -1022,6 +1024,14 @@ async def _closer(client: anthropic.AsyncAnthropic) -> AsyncIterator[None]:
         yield
     finally:
         await client.close()
+
+
+def _check_extra(client: Any) -> None:
+    """The SDK's Amazon Bedrock client signs its requests and reads Bedrock's stream with boto3 and botocore,
+    which only the bedrock extra installs: without them each run ended `error` ("No module named
+    'botocore'") at its first call."""
+    if "Bedrock" in type(client).__name__:
+        require_extra("bedrock", f"AnthropicModel with {type(client).__name__}")
 
 
 def priced_as(model: str, client: Any) -> str:

@@ -5,9 +5,12 @@ agents; `TemporalRuns` starts, answers, resumes and lists runs; `TemporalPending
 feeds the pending-help gauges from Temporal's visibility.
 """
 
-from agent.temporal._wire import ENV_TEMPORAL, NAMESPACE, TASK_QUEUE, WORKFLOW
-from agent.temporal.client import TemporalRuns
-from agent.temporal.worker import build_worker, ensure_search_attributes
+from agent._extras import needs_extra
+
+with needs_extra("temporal", "agent.temporal"):  # each of its modules imports temporalio
+    from agent.temporal._wire import ENV_TEMPORAL, NAMESPACE, TASK_QUEUE, WORKFLOW
+    from agent.temporal.client import TemporalRuns
+    from agent.temporal.worker import build_worker, ensure_search_attributes
 
 __all__ = [
     "ENV_TEMPORAL",
