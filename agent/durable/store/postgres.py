@@ -14,6 +14,7 @@ from typing import Any
 from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, Watchdog
 from agent.durable.store._sql import (
     ENTRIES,
+    ENTRY_ROWS,
     SCHEMA_TABLE,
     TABLE,
     Row,
@@ -167,13 +168,13 @@ class PostgresStore(SqlStore):
         if not entries:
             return self._rows(sql, params)
         update, returning = sql.split(" RETURNING ", 1)
-        rows = ", ".join("(?::integer, ?::text)" for _ in entries)
+        rows = _entry_rows(len(entries))
         with_entries = (
             f"WITH updated AS ({update} RETURNING {returning}), added AS (INSERT INTO {ENTRIES} "
-            f"(run_id, seq, entry) SELECT updated.run_id, v.seq, v.entry FROM updated, (VALUES {rows}) "
-            "AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1) SELECT * FROM updated"
+            f"(run_id, seq, entry) SELECT updated.run_id, v.seq, v.entry FROM updated, {rows} "
+            "ON CONFLICT DO NOTHING RETURNING 1) SELECT * FROM updated"
         )
-        return self._rows(with_entries, [*params, *(x for e in entries for x in e)])
+        return self._rows(with_entries, [*params, *entry_params(entries)])
 
     def send_checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> Sent:
         """Send a checkpoint's statement and return at once: the server writes it while the caller
@@ -421,21 +422,48 @@ def append_statement(
 ) -> tuple[str, list[Any]]:
     """The checkpoint as one statement: update the row if `lease` holds it, add the entries; it
     returns one row, `n` = 1 when the lease held."""
-    params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *(x for e in entries for x in e)]
-    return _append_sql(tuple(values), len(entries)), params
+    params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *entry_params(entries)]
+    return _append_sql(tuple(values), min(len(entries), ENTRY_ROWS + 1)), params
 
 
 @functools.lru_cache(maxsize=64)  # one shape per number of entries: a few in practice
 def _append_sql(columns: tuple[str, ...], entries: int) -> str:
-    """`append_statement`'s text for a row update of `columns` and `entries` entries (made once each)."""
+    """`append_statement`'s text for a row update of `columns` and `entries` entries (made once each;
+    past ENTRY_ROWS, one for any number: see `_entry_rows`)."""
     sql = f"WITH held AS ({checkpoint_update(columns, CLOCK)} RETURNING run_id)"
     if entries:
-        rows = ", ".join("(?::integer, ?::text)" for _ in range(entries))
         sql += (
             f", added AS (INSERT INTO {ENTRIES} (run_id, seq, entry) SELECT held.run_id, v.seq, v.entry "
-            f"FROM held, (VALUES {rows}) AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1)"
+            f"FROM held, {_entry_rows(entries)} ON CONFLICT DO NOTHING RETURNING 1)"
         )
     return sql + " SELECT COUNT(*) AS n FROM held"
+
+
+def _entry_rows(entries: int) -> str:
+    """The rows `v (seq, entry)` of a statement adding `entries` entries (`entry_params` their values).
+
+    Up to ENTRY_ROWS entries, a VALUES list of two values each (a checkpoint holds a few: as planned as
+    ever). Past that two arrays, whatever their length: PostgreSQL takes at most 65,535 values a
+    statement, and a checkpoint of 32,768 entries (a reply of as many parallel calls answered) or a
+    record carrying a long unsaved tail failed, so the run could not be saved."""
+    if entries > ENTRY_ROWS:
+        return "unnest(?::integer[], ?::text[]) AS v (seq, entry)"
+    return f"(VALUES {', '.join('(?::integer, ?::text)' for _ in range(entries))}) AS v (seq, entry)"
+
+
+def entry_params(entries: list[tuple[int, str]]) -> list[Any]:
+    """The values of `_entry_rows(len(entries))`: each entry's seq and JSON, or past ENTRY_ROWS the two
+    as array literals (the store's JSON holds no NUL or lone surrogate: it writes them as escapes)."""
+    if len(entries) <= ENTRY_ROWS:
+        return [x for e in entries for x in e]
+    seqs = ",".join(str(seq) for seq, _ in entries)
+    texts = ",".join(_element(text) for _, text in entries)
+    return [f"{{{seqs}}}", f"{{{texts}}}"]
+
+
+def _element(text: str) -> str:
+    """`text` as a quoted element of an array literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class Sent:
