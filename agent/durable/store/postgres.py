@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import select
 import threading
@@ -26,6 +27,7 @@ from agent.durable.store._sql import (
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
     Lease,
+    RunExists,
     RunStatus,
     StoreError,
     StoreTimeout,
@@ -36,6 +38,7 @@ from agent.durable.store.urls import MASK, scrub, secrets_in, shown_url
 from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
+STARTING = b"endstate start "  # a run id's advisory lock key while a start holds it: see `starting`
 # How long a statement waits for a lock another session holds (an operator's open transaction, say),
 # unless the server, the role or the URL sets lock_timeout: then a StoreError, not a wait without end
 # (a claim waited on the service's event loop, and the whole service with it).
@@ -182,6 +185,27 @@ class PostgresStore(SqlStore):
         values, entries = checkpoint_rows(checkpoint, lease, now)
         sql, params = append_statement(run_id, values, entries, lease)
         return self._sender.send(run_id, lease, sql, params)
+
+    @contextmanager
+    def starting(self, run_id: str) -> Iterator[None]:
+        """Hold `run_id` while a start with that id prepares and stores it: another start of it, from
+        any process, is refused (`RunExists`) before it prepares. A session advisory lock on a
+        connection of its own, let go with it (a process that dies lets go too)."""
+        import psycopg
+
+        conn = self._connect()
+        try:
+            with self._watchdog.socket_call(conn.pgconn.socket, self._allowance) as watch:
+                try:
+                    held = conn.execute("SELECT pg_try_advisory_lock(%s) AS held", (_start_key(run_id),))
+                    free = bool(held.fetchone()["held"])
+                except psycopg.Error as exc:
+                    raise failure(exc, watch, self.shown, self.url) from exc
+            if not free:
+                raise RunExists(f"a run with id {run_id!r} is being started already; pick another id")
+            yield
+        finally:
+            conn.close()
 
     def _execute(self, sql: str, params: Sequence[Any], retry: bool) -> Any:
         with self._lock:
@@ -406,6 +430,11 @@ def lock_hint(sqlstate: str | bytes | None) -> str:
         "; another database session holds a lock on the run store's rows (an open transaction?): "
         "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it"
     )
+
+
+def _start_key(run_id: str) -> int:
+    """The advisory lock key of a run id's start: 64 bits of a digest, signed as a bigint."""
+    return int.from_bytes(hashlib.sha256(STARTING + run_id.encode()).digest()[:8], "big", signed=True)
 
 
 def storable(value: Any) -> Any:
