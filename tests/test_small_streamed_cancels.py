@@ -6,13 +6,16 @@ cancels from their own start (`own_cancels`); the streamed ones did not: LangGra
 Pydantic AI's `run_stream` and `iter`, run in a task after a cancelled run, took a call's own
 `CancelledError` (a library's cancelled future: the call's failure) for a cancel of the run, and ended
 `cancelled` though nobody cancelled them (the graph's stream raised that CancelledError on to its
-reader too). The OpenAI Agents SDK's `run_streamed` runs the SDK's run in a task of its own: not so."""
+reader too). The OpenAI Agents SDK's `run_streamed` ended such a run `success`, with no output."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+from agents import Agent as OAAgent
+from agents import set_tracing_disabled
+from agents.testing.model import ModelStep, ScriptedModel
 from integrations_support import Rig, graph_of, says
 from langchain_core.messages import AIMessage
 from test_integrations import pai_agent
@@ -20,6 +23,7 @@ from test_iso_cancel_counted import cancelled_then
 
 from agent import StopReason
 from agent.integrations import langgraph as lg
+from agent.integrations import openai_agents as oa
 from agent.integrations import pydantic_ai as pai
 
 
@@ -83,3 +87,28 @@ def test_a_pydantic_ai_run_streamed_after_a_cancelled_run_in_its_task_is_not_can
     assert first.reason is StopReason.CANCELLED and cancelling
     assert rig.stops("pai_agent", "streamed", "cancelled") == 0
     assert rig.stops("pai_agent", "streamed", "error") == 2
+
+
+def fails(call: Any) -> Any:
+    raise own_cancelled_error()
+
+
+async def streamed_oa() -> Any:
+    stream = oa.run_streamed(OAAgent(name="oa_agent", model=ScriptedModel([ModelStep.respond(fails)])), "go")
+    async for _ in stream.stream_events():
+        pass
+    return stream.result
+
+
+def test_an_openai_agents_run_streamed_whose_model_call_raises_its_own_cancelled_error_is_an_error() -> None:
+    """As `arun`: the SDK ends its run task on that CancelledError and its stream quietly, with no
+    output and no cancel asked, which read as `success` with no output."""
+    set_tracing_disabled(True)
+    try:
+        alone = asyncio.run(streamed_oa())
+        first, then, cancelling = cancelled_then(streamed_oa)
+    finally:
+        set_tracing_disabled(False)
+    assert (alone.reason, alone.error_type) == (StopReason.ERROR, "CancelledError"), alone.note
+    assert first.reason is StopReason.CANCELLED and cancelling
+    assert (then.reason, then.error_type) == (StopReason.ERROR, "CancelledError"), then.note
