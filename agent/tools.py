@@ -575,7 +575,7 @@ def run_cancelled() -> bool:
     caller's signal. In the task of a run (`own_cancels`), only a cancel asked since the run began is
     counted: an earlier run's, which that run took into its result and left on the task (its caller
     reads it), is not this run's."""
-    task = asyncio.current_task()
+    task = _running_task()
     if task is None:
         return True
     before = _CANCELS_BEFORE.get()
@@ -594,14 +594,23 @@ def own_cancels() -> Iterator[None]:
     run ends `cancelled` with its task still cancelling (its caller reads that, as `endstate demo` does
     to stop on Ctrl-C): a later run in the same task (a worker going on to its next job) took that for
     its own, and a tool's own `CancelledError` there (a library's cancelled future) ended it
-    `cancelled` though nobody cancelled it."""
-    task = asyncio.current_task()
+    `cancelled` though nobody cancelled it. Outside any task (a synchronous loop `observe_run` observes):
+    no count to keep."""
+    task = _running_task()
     token = _CANCELS_BEFORE.set((task, task.cancelling()) if task is not None else None)
     try:
         yield
     finally:
         with contextlib.suppress(ValueError):  # closed in another context (a dropped coroutine): not ours
             _CANCELS_BEFORE.reset(token)
+
+
+def _running_task() -> asyncio.Task[Any] | None:
+    """The task at work, or None outside any (no event loop runs in this thread)."""
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
 
 
 SAY_SECONDS = 5.0  # seconds an exception's own `__str__` may take where no call's bound is left to give it

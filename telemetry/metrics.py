@@ -35,15 +35,17 @@ import logging
 import math
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
-from wsgiref.simple_server import WSGIServer
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server, values
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app, values
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder
 from prometheus_client.registry import Collector
 
 from agent.errors import ConfigError
@@ -54,6 +56,8 @@ from telemetry import names as n
 from telemetry.tracing import bounded_name, error_type_of, person_wait_seconds, utf8_text
 
 if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
     from agent.models.base import ModelReply, ModelRequest, ToolCall
     from agent.result import RunResult
     from agent.tools import ToolOutcome
@@ -974,6 +978,54 @@ def serve_metrics(port: int, registry: CollectorRegistry, addr: str = "127.0.0.1
     Text format 0.0.4 by default; OpenMetrics, with exemplars, when the
     request's Accept header asks for `application/openmetrics-text`, as
     Prometheus does when started with `--enable-feature=exemplar-storage`.
+    An Accept header prometheus_client cannot read is read as `negotiable` says.
     """
-    server, thread = start_http_server(port, addr=addr, registry=registry)
+    found = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, _, _, _, sockaddr = found[0]  # as prometheus_client's own server: an IPv6 address binds
+    server_class = type("MetricsWSGIServer", (ThreadingWSGIServer,), {"address_family": family})
+    server: WSGIServer = make_server(
+        str(sockaddr[0]), port, _negotiating(make_wsgi_app(registry)), server_class, _Quiet
+    )
+    thread = threading.Thread(target=server.serve_forever, name="endstate-metrics", daemon=True)
+    thread.start()
     return MetricsServer(server, thread)
+
+
+class _Quiet(WSGIRequestHandler):
+    """A request handler that logs no line per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _negotiating(app: WSGIApplication) -> WSGIApplication:
+    """`app` with its request's Accept header made `negotiable` first."""
+
+    def negotiated(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        if "HTTP_ACCEPT" in environ:
+            environ["HTTP_ACCEPT"] = negotiable(environ["HTTP_ACCEPT"])
+        return app(environ, start_response)
+
+    return negotiated
+
+
+_VERSION = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}")  # a format's version: 1.0.0
+
+
+def negotiable(accept: str) -> str:
+    """A scraper's `Accept` header as prometheus_client can choose a /metrics format from it: each
+    `version=` that is not whole numbers and dots (`version=x`, `version=1.a`) dropped, so the format
+    is chosen as for none; a header it still cannot read, none at all (the text format). It compares
+    such a version with numbers: a TypeError, a 500 (and a traceback) to a request needing no token."""
+    kinds = accept.split(",")
+    cleaned = ",".join(";".join(p for p in kind.split(";") if not _bad_version(p)) for kind in kinds)
+    try:
+        choose_encoder(cleaned)
+    except Exception:  # whatever else a later prometheus_client cannot read
+        return ""
+    return cleaned
+
+
+def _bad_version(param: str) -> bool:
+    key, _, value = param.strip().partition("=")
+    return key == "version" and not _VERSION.fullmatch(value)

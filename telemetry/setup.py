@@ -76,7 +76,7 @@ from telemetry.export import (
     JsonLinesExporter,
     exporting_for,
 )
-from telemetry.metrics import MetricsHooks, PendingSource
+from telemetry.metrics import MetricsHooks, PendingSource, negotiable
 from telemetry.observer import TelemetryHooks
 from telemetry.redact import Redactor
 from telemetry.rejected import Rejections
@@ -120,8 +120,9 @@ class Telemetry:
     _closed: bool = field(default=False, init=False, repr=False)
 
     def exposition(self, accept: str = "") -> tuple[bytes, str]:
-        """The /metrics page in the format the `Accept` header asks for (OpenMetrics carries exemplars)."""
-        encoder, content_type = choose_encoder(accept)
+        """The /metrics page in the format the `Accept` header asks for (OpenMetrics carries exemplars),
+        a header prometheus_client cannot read read as `negotiable` says."""
+        encoder, content_type = choose_encoder(negotiable(accept))
         return encoder(self.registry), content_type
 
     def for_service(self) -> Telemetry:

@@ -341,6 +341,20 @@ class Runner:
                 f"run id {run_id!r} must be 1-64 ASCII letters, digits, '_', '-' or '.', "
                 "not starting with '.'"
             )
+        with self._starting(run_id if given else None):  # no other start of this id prepares meanwhile
+            return self._begin(agent, task, task_type, state, run_id, given)
+
+    def _starting(self, run_id: str | None) -> contextlib.AbstractContextManager[object]:
+        """The store's hold on a given run id while its start prepares and stores it (PostgreSQL's
+        `starting`: another process starting the same id is refused before its `prepare`, which may
+        clone a repository or create resources; a store without one: none, the store refuses the
+        second at its `create`). A random id needs none."""
+        starting = getattr(self.store, "starting", None) if run_id is not None else None
+        return starting(run_id) if starting is not None else contextlib.nullcontext()
+
+    def _begin(
+        self, agent: str, task: str, task_type: str | None, state: State | None, run_id: str, given: bool
+    ) -> Job:
         entry = self.catalog.entry(agent)
         if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
             raise RunExists(f"a run with id {run_id!r} already exists; pick another id")

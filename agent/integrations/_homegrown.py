@@ -15,7 +15,7 @@ from agent.hooks import RunHooks
 from agent.integrations._observe import Recorder, Usage, ended_late
 from agent.models.base import StopKind, shown_id
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason
-from agent.tools import said
+from agent.tools import own_cancels, said
 from agent.verify import Verifier
 
 E = TypeVar("E", bound=Enum)
@@ -369,11 +369,12 @@ def observe_run(
         help_seconds=help_seconds,
     )
     run = ObservedRun(recorder, late=late is not None)
-    try:
-        yield run
-    except BaseException as exc:
-        recorder.fail(exc)
-        raise
+    with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+        try:
+            yield run
+        except BaseException as exc:
+            recorder.fail(exc)
+            raise
     if recorder.result is None:  # left without a stop: the last reply's says how
         if recorder.last_stop == StopKind.REFUSED:  # the model API refused, as Endstate's own runs end it
             recorder.finish(StopReason.GAVE_UP, cause=StopCause.REFUSAL, note="The model API refused.")

@@ -127,7 +127,7 @@ from agent.prices import PriceTable
 from agent.result import LimitKind, PendingAction, RunResult, StopCause, StopReason, Suspension
 from agent.snapshot import Snapshot, SnapshotKind
 from agent.text import json_text
-from agent.tools import own_cancels, said
+from agent.tools import own_cancels, run_cancelled, said
 from agent.verify import Verifier
 
 PROVIDER = "langchain"
@@ -456,30 +456,38 @@ class GraphStream:
     async def _chunks(self) -> AsyncGenerator[Any]:
         if self._read:
             raise ConfigError("this stream was read already: start another with langgraph.astream")
-        self._read, config, options = True, self._config, self._options
-        if not options.get("resumed"):
-            options["resumed"] = await _waited_in_thread(self._graph, self._input, config, options)
-        recorder = self._recorder = _recorder(self._graph, self._input, config, **options)
-        reading = _Stream(self._graph, recorder, self._prices)
-        unkept = _unkept_breakpoints(self._graph, config, self._kwargs) and "updates" not in self._modes
-        watch = ["updates"] if unkept else []
-        try:
-            chunks = reading.chunks(self._input, config, self._kwargs, [*self._modes, *watch])
-            async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
-                async for namespace, mode, payload in chunks:
-                    if mode in self._modes and not namespace:
-                        payload = _without_ours(payload) if mode == "messages" else payload
-                        yield payload if self._single else (mode, payload)
-            paused = await _paused_at(self._graph, config, self._kwargs, reading.halted)
-        except BaseException as exc:  # (a run already ended, by the caller dropping the stream, stays so)
-            self.result = _stopped(recorder, exc)
-            if not isinstance(exc, Exception):  # the run's own failure ends the stream; the rest goes on up
-                raise
-        else:
-            self.result = _ended(recorder, self._graph, reading.output(), config, paused)
-        finally:
-            if self.result is None:  # the caller stopped reading: the graph's stream is closed with ours
-                self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
+        with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+            self._read, config, options = True, self._config, self._options
+            if not options.get("resumed"):
+                options["resumed"] = await _waited_in_thread(self._graph, self._input, config, options)
+            recorder = self._recorder = _recorder(self._graph, self._input, config, **options)
+            reading = _Stream(self._graph, recorder, self._prices)
+            unkept = _unkept_breakpoints(self._graph, config, self._kwargs) and "updates" not in self._modes
+            watch = ["updates"] if unkept else []
+            try:
+                chunks = reading.chunks(self._input, config, self._kwargs, [*self._modes, *watch])
+                async with contextlib.aclosing(chunks):  # closed with this one: the graph's stream too
+                    async for namespace, mode, payload in chunks:
+                        if mode in self._modes and not namespace:
+                            payload = _without_ours(payload) if mode == "messages" else payload
+                            yield payload if self._single else (mode, payload)
+                paused = await _paused_at(self._graph, config, self._kwargs, reading.halted)
+            except BaseException as exc:  # (a run already ended, by the caller dropping the stream, stays so)
+                self.result = _stopped(recorder, exc)
+                if not _its_own(exc):  # the run's own failure ends the stream; the rest goes on up
+                    raise
+            else:
+                self.result = _ended(recorder, self._graph, reading.output(), config, paused)
+            finally:
+                if self.result is None:  # the caller stopped reading: the graph's stream is closed with ours
+                    self.result = recorder.fail(GeneratorExit("the caller stopped reading the stream"))
+
+
+def _its_own(exc: BaseException) -> bool:
+    """Whether `exc` out of the graph is the run's own failure, which ends its stream as `arun` returns
+    it: an exception, or a `CancelledError` while nobody cancels the run (a node's own, which LangGraph
+    passes on bare, not as its NodeCancelledError, in a task an earlier run's cancel is left on)."""
+    return isinstance(exc, Exception) or (isinstance(exc, asyncio.CancelledError) and not run_cancelled())
 
 
 _OPTIONS = (*OPTIONS, "tools")

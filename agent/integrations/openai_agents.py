@@ -377,24 +377,27 @@ class StreamedRun:
     async def _events(self) -> AsyncGenerator[Any]:
         if self.raw is not None or self._run is not None:
             raise ConfigError("this stream was read already: start another with openai_agents.run_streamed")
-        run = self._run = _Observed.start(
-            self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs)
-        )
-        try:
-            with run.running():  # the SDK's run task takes the context as it is now
-                self.raw = Runner.run_streamed(self._agent, self._input, hooks=run.hooks, **run.runner_kwargs)
-            async for event in self.raw.stream_events():
-                yield event
-        except BaseException as exc:
-            if self._ended_by(run, exc):
-                raise
-        else:
-            self.result = run.ended(self.raw)
-        finally:
-            if self.result is None:  # the caller stopped reading: the run goes no further
-                if self.raw is not None:
-                    self.raw.cancel()
-                self.result = run.stopped(GeneratorExit("the caller stopped reading the stream"))
+        with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+            run = self._run = _Observed.start(
+                self._agent, self._input, "openai_agents.run_streamed", dict(self._kwargs)
+            )
+            try:
+                with run.running():  # the SDK's run task takes the context as it is now
+                    self.raw = Runner.run_streamed(
+                        self._agent, self._input, hooks=run.hooks, **run.runner_kwargs
+                    )
+                async for event in self.raw.stream_events():
+                    yield event
+            except BaseException as exc:
+                if self._ended_by(run, exc):
+                    raise
+            else:
+                self.result = run.ended(self.raw)
+            finally:
+                if self.result is None:  # the caller stopped reading: the run goes no further
+                    if self.raw is not None:
+                        self.raw.cancel()
+                    self.result = run.stopped(GeneratorExit("the caller stopped reading the stream"))
 
     def _ended_by(self, run: _Observed, exc: BaseException) -> bool:
         """The run ended by `exc` out of the SDK's stream; whether `exc` goes on up. The run's own
@@ -476,6 +479,8 @@ class _Observed:
         recorder = self.recorder
         if _cancelled(result):
             return recorder.finish(StopReason.CANCELLED, note="The caller cancelled the run.", raw=result)
+        if (own := _own_cancelled_error(result)) is not None:
+            return recorder.fail(own, raw=result)
         if result.interruptions:
             return _suspend(recorder, result)
         if "max_turns" in self.handled:  # the limit tripped; the handler's output is the partial result
@@ -542,6 +547,20 @@ def _cancelled(result: Any) -> bool:
     before its final output: its stream ends as a finished run's does. The SDK keeps the mode in
     `_cancel_mode` alone; without it (another SDK version) the run reads as finished, as before."""
     return getattr(result, "_cancel_mode", "none") != "none" and result.final_output is None
+
+
+def _own_cancelled_error(result: Any) -> BaseException | None:
+    """The `CancelledError` a streamed run's own call raised (a library's cancelled future), which
+    ended the SDK's run task as a cancel nobody asked for: its stream ended quietly, with no output,
+    and read as finished. None when the run task ended otherwise, or was cancelled (`task.cancel()`)."""
+    task = getattr(result, "run_loop_task", None)
+    if not isinstance(task, asyncio.Task) or not task.done() or not task.cancelled() or task.cancelling():
+        return None
+    try:
+        task.result()
+    except asyncio.CancelledError as exc:
+        return exc
+    return None
 
 
 def _noting(handlers: Mapping[str, Any], handled: list[str]) -> dict[str, Any]:

@@ -329,26 +329,27 @@ async def _observed_block(
     totals = _Totals.of(run_kwargs.get("usage"))
     capabilities = [*(run_kwargs.pop("capabilities", None) or ()), EndstateCapability(recorder, totals)]
     yielded, response = False, None
-    try:
-        with recorder.running():
-            async with open_run(capabilities) as response:
-                opened(response)
-                yielded = True
+    with own_cancels():  # a cancel left on the task by an earlier run is not this run's
+        try:
+            with recorder.running():
+                async with open_run(capabilities) as response:
+                    opened(response)
+                    yielded = True
+                    yield
+                    done = finished(response)
+        except BaseException as exc:
+            totals.count(recorder)
+            if yielded and not _ends_block(exc, yielded, run) and (done := finished(response)) is not None:
+                run.result = _ended(recorder, done)  # the caller's own failure, after the run ended
+                raise
+            run.result = _stopped(recorder, exc)
+            if not _ends_block(exc, yielded, run):
+                raise
+            if not yielded:  # the run stopped before the block began: the block sees the stop
                 yield
-                done = finished(response)
-    except BaseException as exc:
+            return
         totals.count(recorder)
-        if yielded and not _ends_block(exc, yielded, run) and (done := finished(response)) is not None:
-            run.result = _ended(recorder, done)  # the caller's own failure after the run's end: not the run's
-            raise
-        run.result = _stopped(recorder, exc)
-        if not _ends_block(exc, yielded, run):
-            raise
-        if not yielded:  # the run stopped before the block began: the block sees the stop
-            yield
-        return
-    totals.count(recorder)
-    run.result = _ended(recorder, done)
+        run.result = _ended(recorder, done)
 
 
 def _ends_block(exc: BaseException, yielded: bool, run: StreamedRun | IteratedRun) -> bool:

@@ -23,6 +23,10 @@ stop_reason="max_tokens")`, or a `ModelReply`'s own), so a script plays a
 reply cut at `max_tokens`, a `pause_turn`, a `refusal` or a full context
 window; its kind (`StopKind`) is the one Anthropic's adapter gives the same
 word (`agent.stops.MESSAGES_API_STOPS`), unless the step sets `stop` itself.
+
+The model records the requests it is sent (`requests`, for tests to read), the last `keep_requests`
+of them whole (KEEP_REQUESTS; None: all): each holds the history as it was sent, so keeping every
+one of a long run grew with the square of its length.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
+from agent._valid import is_whole
 from agent.errors import ConfigError, ScriptExhausted
 from agent.journal import Reply
 from agent.models.base import ModelReply, ModelRequest, StopKind
@@ -41,6 +47,7 @@ from agent.stops import MESSAGES_API_STOPS
 Block = dict[str, Any]
 Step = ModelReply | Sequence[Block] | BaseException | Callable[[ModelRequest], Any]
 _REPLY_ID = re.compile(r"msg_(\d+)(_then)?")  # a played reply's id: its step's number, or past the steps
+KEEP_REQUESTS = 100  # the requests a scripted model keeps whole, the last ones: see `Requests`
 
 
 def say(text: str) -> Block:
@@ -80,8 +87,57 @@ def reply(
     )
 
 
+class Requests(Sequence[ModelRequest]):
+    """The requests a model was sent, in order: every one counted, the last `keep` of them (None:
+    all) held whole. Read as a list: by index (an index from the start still counts every request;
+    one no longer held raises IndexError), sliced as a list, compared with a list."""
+
+    def __init__(self, keep: int | None = KEEP_REQUESTS) -> None:
+        self._kept: deque[ModelRequest] = deque(maxlen=keep)
+        self._count = 0
+
+    def append(self, request: ModelRequest) -> None:
+        self._kept.append(request)
+        self._count += 1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> ModelRequest: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ModelRequest]: ...
+    def __getitem__(self, index: int | slice) -> ModelRequest | list[ModelRequest]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._count))]
+        at = index + self._count if index < 0 else index
+        if not 0 <= at < self._count:
+            raise IndexError(f"request {index} of {self._count}: no such request")
+        dropped = self._count - len(self._kept)
+        if at < dropped:
+            raise IndexError(
+                f"request {at} of {self._count} is no longer kept: a scripted model keeps its last "
+                f"{self._kept.maxlen} (ScriptedModel(keep_requests=None) keeps all)"
+            )
+        return self._kept[at - dropped]
+
+    def __iter__(self) -> Iterator[ModelRequest]:
+        return (self[i] for i in range(self._count))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Requests | list):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a changing record, as a list is
+
+    def __repr__(self) -> str:
+        return f"Requests({len(self)} sent, {len(self._kept)} kept)"
+
+
 class ScriptedModel:
-    """Plays `steps` in order, then `then(turn)` if given, and records every request."""
+    """Plays `steps` in order, then `then(turn)` if given, and records the requests (`Requests`: the
+    last `keep_requests` whole)."""
 
     provider = "scripted"
 
@@ -91,12 +147,18 @@ class ScriptedModel:
         *,
         then: Callable[[int], Step] | None = None,
         name: str = "scripted",
+        keep_requests: int | None = KEEP_REQUESTS,
     ) -> None:
+        if keep_requests is not None and not (is_whole(keep_requests) and keep_requests >= 1):
+            raise ConfigError(
+                f"keep_requests must be a whole number from 1, or None (all), not {keep_requests!r:.60}"
+            )
         self._steps = list(steps)
         self._then = then
         self._name = name
         self._cursor: int | None = None
-        self.requests: list[ModelRequest] = []
+        self._keep = keep_requests
+        self.requests = Requests(keep_requests)
 
     @property
     def name(self) -> str:
@@ -122,7 +184,7 @@ class ScriptedModel:
         subclass too), so that runs played each from one shared model (an eval's cases, from a catalog
         whose build returns one agent) never go on from each other's place."""
         copied = copy.copy(self)
-        copied._cursor, copied.requests = None, []
+        copied._cursor, copied.requests = None, Requests(self._keep)
         return copied
 
     def assert_used_up(self) -> None:

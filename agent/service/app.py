@@ -60,7 +60,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 import uuid
 from typing import Any
 from urllib.parse import urlencode
@@ -440,7 +439,7 @@ class Api:
     async def metrics(self, request: Request) -> Response:
         if self.service.metrics is None:
             raise Problem(404, "metrics are off: this service was started without telemetry")
-        accept = negotiable(request.headers.get("accept", ""))
+        accept = request.headers.get("accept", "")  # telemetry reads any, see telemetry.metrics.negotiable
         body, content_type = await run_in_threadpool(self.service.metrics, accept)
         return Response(body, headers={"Content-Type": content_type})
 
@@ -505,23 +504,6 @@ class Api:
 def asked(request: Request) -> str:
     """`METHOD /path` for a message, each cut (a request line may hold kilobytes of either)."""
     return f"{request.method[:20]} {request.url.path[:200]}"
-
-
-_VERSION = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}")  # a format's version: 1.0.0
-
-
-def negotiable(accept: str) -> str:
-    """A scraper's `Accept` header as `/metrics` negotiates its format from it: each `version=`
-    parameter that is not whole numbers and dots (`version=x`, `version=1.a`) dropped, so the format
-    is chosen as for none. The exposition's negotiation compared such a version with numbers: a
-    TypeError, a 500 (an error and its traceback in the log) to a request that needs no token."""
-    kinds = accept.split(",")
-    return ",".join(";".join(p for p in kind.split(";") if not _bad_version(p)) for kind in kinds)
-
-
-def _bad_version(param: str) -> bool:
-    key, _, value = param.strip().partition("=")
-    return key == "version" and not _VERSION.fullmatch(value)
 
 
 def answered_by(body: dict[str, Any]) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import select
 import threading
@@ -14,6 +15,7 @@ from typing import Any
 from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, Watchdog
 from agent.durable.store._sql import (
     ENTRIES,
+    ENTRY_ROWS,
     SCHEMA_TABLE,
     TABLE,
     Row,
@@ -25,6 +27,7 @@ from agent.durable.store._sql import (
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
     Lease,
+    RunExists,
     RunStatus,
     StoreError,
     StoreTimeout,
@@ -35,6 +38,7 @@ from agent.durable.store.urls import MASK, scrub, secrets_in, shown_url
 from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
+STARTING = b"endstate start "  # a run id's advisory lock key while a start holds it: see `starting`
 # How long a statement waits for a lock another session holds (an operator's open transaction, say),
 # unless the server, the role or the URL sets lock_timeout: then a StoreError, not a wait without end
 # (a claim waited on the service's event loop, and the whole service with it).
@@ -167,13 +171,13 @@ class PostgresStore(SqlStore):
         if not entries:
             return self._rows(sql, params)
         update, returning = sql.split(" RETURNING ", 1)
-        rows = ", ".join("(?::integer, ?::text)" for _ in entries)
+        rows = _entry_rows(len(entries))
         with_entries = (
             f"WITH updated AS ({update} RETURNING {returning}), added AS (INSERT INTO {ENTRIES} "
-            f"(run_id, seq, entry) SELECT updated.run_id, v.seq, v.entry FROM updated, (VALUES {rows}) "
-            "AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1) SELECT * FROM updated"
+            f"(run_id, seq, entry) SELECT updated.run_id, v.seq, v.entry FROM updated, {rows} "
+            "ON CONFLICT DO NOTHING RETURNING 1) SELECT * FROM updated"
         )
-        return self._rows(with_entries, [*params, *(x for e in entries for x in e)])
+        return self._rows(with_entries, [*params, *entry_params(entries)])
 
     def send_checkpoint(self, run_id: str, checkpoint: Checkpoint, lease: Lease, now: float) -> Sent:
         """Send a checkpoint's statement and return at once: the server writes it while the caller
@@ -181,6 +185,27 @@ class PostgresStore(SqlStore):
         values, entries = checkpoint_rows(checkpoint, lease, now)
         sql, params = append_statement(run_id, values, entries, lease)
         return self._sender.send(run_id, lease, sql, params)
+
+    @contextmanager
+    def starting(self, run_id: str) -> Iterator[None]:
+        """Hold `run_id` while a start with that id prepares and stores it: another start of it, from
+        any process, is refused (`RunExists`) before it prepares. A session advisory lock on a
+        connection of its own, let go with it (a process that dies lets go too)."""
+        import psycopg
+
+        conn = self._connect()
+        try:
+            with self._watchdog.socket_call(conn.pgconn.socket, self._allowance) as watch:
+                try:
+                    held = conn.execute("SELECT pg_try_advisory_lock(%s) AS held", (_start_key(run_id),))
+                    free = bool(held.fetchone()["held"])
+                except psycopg.Error as exc:
+                    raise failure(exc, watch, self.shown, self.url) from exc
+            if not free:
+                raise RunExists(f"a run with id {run_id!r} is being started already; pick another id")
+            yield
+        finally:
+            conn.close()
 
     def _execute(self, sql: str, params: Sequence[Any], retry: bool) -> Any:
         with self._lock:
@@ -407,6 +432,11 @@ def lock_hint(sqlstate: str | bytes | None) -> str:
     )
 
 
+def _start_key(run_id: str) -> int:
+    """The advisory lock key of a run id's start: 64 bits of a digest, signed as a bigint."""
+    return int.from_bytes(hashlib.sha256(STARTING + run_id.encode()).digest()[:8], "big", signed=True)
+
+
 def storable(value: Any) -> Any:
     """PostgreSQL text cannot hold NUL: in plain text columns it becomes U+FFFD (and so does a lone
     surrogate: see `column_text`, which the callers fall back on when encoding fails).
@@ -421,21 +451,48 @@ def append_statement(
 ) -> tuple[str, list[Any]]:
     """The checkpoint as one statement: update the row if `lease` holds it, add the entries; it
     returns one row, `n` = 1 when the lease held."""
-    params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *(x for e in entries for x in e)]
-    return _append_sql(tuple(values), len(entries)), params
+    params = [*values.values(), run_id, lease.owner, RunStatus.RUNNING, *entry_params(entries)]
+    return _append_sql(tuple(values), min(len(entries), ENTRY_ROWS + 1)), params
 
 
 @functools.lru_cache(maxsize=64)  # one shape per number of entries: a few in practice
 def _append_sql(columns: tuple[str, ...], entries: int) -> str:
-    """`append_statement`'s text for a row update of `columns` and `entries` entries (made once each)."""
+    """`append_statement`'s text for a row update of `columns` and `entries` entries (made once each;
+    past ENTRY_ROWS, one for any number: see `_entry_rows`)."""
     sql = f"WITH held AS ({checkpoint_update(columns, CLOCK)} RETURNING run_id)"
     if entries:
-        rows = ", ".join("(?::integer, ?::text)" for _ in range(entries))
         sql += (
             f", added AS (INSERT INTO {ENTRIES} (run_id, seq, entry) SELECT held.run_id, v.seq, v.entry "
-            f"FROM held, (VALUES {rows}) AS v (seq, entry) ON CONFLICT DO NOTHING RETURNING 1)"
+            f"FROM held, {_entry_rows(entries)} ON CONFLICT DO NOTHING RETURNING 1)"
         )
     return sql + " SELECT COUNT(*) AS n FROM held"
+
+
+def _entry_rows(entries: int) -> str:
+    """The rows `v (seq, entry)` of a statement adding `entries` entries (`entry_params` their values).
+
+    Up to ENTRY_ROWS entries, a VALUES list of two values each (a checkpoint holds a few: as planned as
+    ever). Past that two arrays, whatever their length: PostgreSQL takes at most 65,535 values a
+    statement, and a checkpoint of 32,768 entries (a reply of as many parallel calls answered) or a
+    record carrying a long unsaved tail failed, so the run could not be saved."""
+    if entries > ENTRY_ROWS:
+        return "unnest(?::integer[], ?::text[]) AS v (seq, entry)"
+    return f"(VALUES {', '.join('(?::integer, ?::text)' for _ in range(entries))}) AS v (seq, entry)"
+
+
+def entry_params(entries: list[tuple[int, str]]) -> list[Any]:
+    """The values of `_entry_rows(len(entries))`: each entry's seq and JSON, or past ENTRY_ROWS the two
+    as array literals (the store's JSON holds no NUL or lone surrogate: it writes them as escapes)."""
+    if len(entries) <= ENTRY_ROWS:
+        return [x for e in entries for x in e]
+    seqs = ",".join(str(seq) for seq, _ in entries)
+    texts = ",".join(_element(text) for _, text in entries)
+    return [f"{{{seqs}}}", f"{{{texts}}}"]
+
+
+def _element(text: str) -> str:
+    """`text` as a quoted element of an array literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class Sent:
