@@ -1,4 +1,4 @@
-"""One agent's slow catalog call holds no other agent's start or answer.
+"""One agent's slow catalog call (or one reply Temporal is slow to take) holds no other request.
 
 `endstate serve` ran each start's catalog `prepare` (up to its 300 s deadline) and `build` on its one
 thread for starts, claims, recoveries and sweeps: one agent whose `prepare` waited on a git clone, a
@@ -298,6 +298,56 @@ def _sent(api: Any, body: dict[str, Any]) -> Any:
         return api.post("/runs", json=body)
     except Exception:
         return None
+
+
+class _HeldRuns:
+    """A stand-in for `TemporalRuns`: a reply to run `held` is taken by no worker until `release`."""
+
+    shown = "temporal (stand-in)"
+    task_queue = "endstate"
+
+    def __init__(self) -> None:
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    async def start(self, agent: str, task: str, wait: bool = False, **options: Any) -> str:
+        return str(options.get("run_id") or "new")
+
+    async def submit(self, run_id: str, *reply: Any) -> None:
+        if run_id == "held":
+            self.entered.set()
+            await asyncio.to_thread(self.release.wait, WAIT)
+
+
+def test_over_temporal_a_reply_no_worker_takes_holds_no_other_start_or_answer() -> None:
+    """`serve --temporal`: a reply no worker takes waits up to 30 s for Temporal; it held each other
+    start and answer of the service (its one thread for the runner's calls) as long."""
+    from agent.temporal.service import Bridge, TemporalRunner
+
+    runs, bridge = _HeldRuns(), Bridge()
+    service = Service(TemporalRunner(runs, bridge), Token(TOKEN), sweep_interval=3600)  # type: ignore[arg-type]
+    held: list[Any] = []
+    try:
+        with TestClient(create_app(service), base_url=LOCAL, raise_server_exceptions=False) as api:
+            answer = {"answer": "go on"}
+            answering = threading.Thread(
+                target=lambda: held.append(api.post("/runs/held/answer", json=answer, headers=AUTH))
+            )
+            answering.start()
+            try:
+                assert runs.entered.wait(WAIT)
+                body = {"agent": "quick", "task": "pick", "run_id": "t2"}
+                started = _within(PROMPT, lambda: api.post("/runs", json=body, headers=AUTH))
+                assert started.status_code == 202, started.text
+                other = _within(PROMPT, lambda: api.post("/runs/other/answer", json=answer, headers=AUTH))
+                assert other.status_code == 202, other.text
+                assert not held
+            finally:
+                runs.release.set()
+                answering.join(WAIT)
+    finally:
+        bridge.close()
+    [taken] = held
+    assert taken.status_code == 202, taken.text
 
 
 @pytest.mark.parametrize("slow", ["prepare"], indirect=True)
