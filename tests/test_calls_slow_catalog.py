@@ -108,7 +108,7 @@ def _within(seconds: float, request: Callable[[], Any]) -> Any:
     sent = threading.Thread(target=lambda: got.append(request()), daemon=True)
     sent.start()
     sent.join(seconds)
-    assert got, f"the request had no answer within {seconds:g} s: one agent's catalog call held it"
+    assert got, f"no answer within {seconds:g} s: one agent's catalog call (or Temporal's) held it"
     return got[0]
 
 
@@ -383,3 +383,32 @@ def test_a_start_held_in_prepare_counts_against_max_running_and_past_its_deadlin
         assert slow.cleaned == [{"hold": True, "world": "s1"}]
         assert api.post("/runs", json=other, headers=AUTH).status_code == 202  # room again
     store.close()
+
+
+@pytest.mark.parametrize("slow", ["build"], indirect=True)
+def test_a_service_starting_with_a_crashed_run_whose_build_is_held_serves_at_once(
+    slow: Slow, tmp_path: Path
+) -> None:
+    """A service recovers the runs a dead worker left as it starts: it served nothing until each
+    one's build ended (up to the prepare deadline, one after another: a restart loop under a liveness
+    probe). Now it serves at once, and the run is recovered once its build ends."""
+    store = open_store(str(tmp_path / "runs.db"))
+    dead = Lease(f"{machine()}:{_dead_pid()}:w1", 30.0)  # a worker of this host that died
+    store.create(NewRun("s3", "slow", "clone", "slow", {"hold": True}), dead, store.now())
+    runner = Runner(store, slow.catalog, prepare_seconds=WAIT)
+    service = Service(runner, Token(TOKEN), sweep_interval=3600)
+    api = TestClient(create_app(service), base_url=LOCAL, raise_server_exceptions=False)
+    try:
+        _within(PROMPT, api.__enter__)
+        assert api.get("/readyz").text == "ready"
+        assert slow.entered.wait(WAIT), "the crashed run's recovery never reached its build"
+        quick = {"agent": "quick", "task": "pick"}
+        started = _within(PROMPT, lambda: api.post("/runs", json=quick, headers=AUTH))
+        assert started.status_code == 202, started.text
+    finally:
+        slow.released.set()
+    try:
+        assert _settled(api, "s3")["stop_reason"] == "success"
+    finally:
+        api.__exit__(None, None, None)
+        store.close()

@@ -134,10 +134,10 @@ class Service:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Recover runs at start (once /metrics was read, see `first_scrape_wait`) and while up, sweep
-        deadlines, checkpoint runs at shutdown."""
-        if not self._waits_for_scrape():
-            await self._recover()
+        """Recover runs at start (in the sweeper, once /metrics was read: see `first_scrape_wait`)
+        and while up, sweep deadlines, checkpoint runs at shutdown. The service serves at once: a
+        recovered run's build may take up to the prepare deadline, and a start that waited for each
+        served nothing meanwhile (under a liveness probe, a restart loop)."""
         self.ready = True
         self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
         if self.retention is not None or self.label_counter is not None:
@@ -162,7 +162,7 @@ class Service:
         """Expire runs past their deadline; take over runs whose worker died since the start."""
         if self.scraped is not None and self._waits_for_scrape():
             await first_scrape(self.scraped, self.first_scrape_wait, "recovering runs")
-            await self._recover()
+        await self._recover()
         self._tasks.append(asyncio.create_task(self._audit_forever(), name="audits"))
         while True:
             await asyncio.sleep(self.sweep_interval)
