@@ -412,3 +412,35 @@ def test_a_service_starting_with_a_crashed_run_whose_build_is_held_serves_at_onc
     finally:
         api.__exit__(None, None, None)
         store.close()
+
+
+def test_a_start_cut_off_while_its_checks_run_leaves_its_run_id_free(tmp_path: Path) -> None:
+    """A start cut off (a shutdown's cancel) while its checks ran on the store's thread: its run id was
+    kept as being started here for good, so each later start of that id was refused."""
+    store = open_store(str(tmp_path / "runs.db"))
+    runner = Runner(store, Slow("prepare").catalog, prepare_seconds=WAIT)
+    gate, checked = threading.Event(), threading.Event()
+
+    def late(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        gate.wait(WAIT)
+        try:
+            return call(*args, **kwargs)
+        finally:
+            checked.set()
+
+    async def slow_calls(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(late, call, *args, **kwargs)
+
+    async def scenario() -> StopReason:
+        cut = asyncio.create_task(runner.abegin("quick", "pick", run_id="c1", calls=slow_calls))
+        await asyncio.sleep(0.1)
+        cut.cancel()
+        gate.set()
+        assert await asyncio.to_thread(checked.wait, WAIT)
+        await asyncio.sleep(0.1)  # (what the checks' end hands to the loop)
+        return (await runner.start("quick", "pick", run_id="c1")).reason
+
+    try:
+        assert asyncio.run(scenario()) is StopReason.NEED_HELP
+    finally:
+        store.close()

@@ -387,7 +387,12 @@ class Runner:
         """`begin`, its catalog's `prepare` and `build` on a thread of their own (`beside`), and its store
         calls through `calls` (a service's one thread for them; by default here, on the loop): one
         agent's prepare or build that takes minutes holds no other start, answer or sweep."""
-        start: _Start = await calls(self._start_of, agent, task, **options)
+        checked = asyncio.ensure_future(calls(self._start_of, agent, task, **options))
+        try:
+            start: _Start = await asyncio.shield(checked)
+        except asyncio.CancelledError:  # its run id is let go once checked, not kept as starting here
+            checked.add_done_callback(self._never_started)
+            raise
         try:
             let_go = functools.partial(self._let_made_go, start)
             made = await beside(functools.partial(self._made, start), f"endstate-start {agent[:60]}", let_go)
@@ -450,6 +455,10 @@ class Runner:
     def _started(self, start: _Start) -> None:
         with self._held_lock:
             self._starting.discard(start.run_id)
+
+    def _never_started(self, checked: asyncio.Future[_Start]) -> None:
+        if not checked.cancelled() and checked.exception() is None:
+            self._started(checked.result())
 
     def _made(self, start: _Start) -> _Made:
         """The start's catalog calls: `prepare` within its deadline, then `build` (waited for). What
