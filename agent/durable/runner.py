@@ -187,6 +187,7 @@ class _Start:
     state: State
     run_id: str
     entry: AgentEntry
+    hold: contextlib.ExitStack  # the store's hold on a given run id (`Runner._starting`), until answered
 
 
 @dataclass(frozen=True)
@@ -333,7 +334,7 @@ class Runner:
         self._held: dict[str, _Hold] = {}  # runs whose lease this runner renews
         self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
-        self._starting: set[str] = set()  # run ids whose start is under way here (see `_start_of`)
+        self._starting_ids: set[str] = set()  # run ids whose start is under way here (see `_start_of`)
         self._no_builds = threading.local()  # set on a thread whose calls build no agent (`_unbuilt`)
         # the tasks `spawn` made, until each ends: a run resumed as its last segment's task finishes
         # (answered the moment that segment was recorded) has two at once
@@ -425,8 +426,25 @@ class Runner:
                 f"run id {run_id!r} must be 1-64 ASCII letters, digits, '_', '-' or '.', "
                 "not starting with '.'"
             )
-        with self._starting(run_id if given else None):  # no other start of this id prepares meanwhile
-            return self._begin(agent, task, task_type, state, run_id, given)
+        entry = self.catalog.entry(agent)
+        with self._held_lock:
+            if run_id in self._starting_ids:
+                raise StartingNow(
+                    f"a run with id {run_id!r} is being started here now (its catalog's prepare runs); "
+                    "nothing was changed. Send the same request again once that start has been answered"
+                )
+            self._starting_ids.add(run_id)
+        hold = contextlib.ExitStack()
+        start = _Start(agent, task, task_type, dict(state or {}), run_id, entry, hold)
+        try:  # no other process's start of this id prepares meanwhile either (the store's hold)
+            hold.enter_context(self._starting(run_id if given else None))
+            if given and self.store.get(run_id) is not None:  # before `prepare`, which may build its world
+                raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
+            check_state(state or {})
+        except BaseException:
+            self._started(start)
+            raise
+        return start
 
     def _starting(self, run_id: str | None) -> contextlib.AbstractContextManager[object]:
         """The store's hold on a given run id while its start prepares and stores it (PostgreSQL's
@@ -436,25 +454,11 @@ class Runner:
         starting = getattr(self.store, "starting", None) if run_id is not None else None
         return starting(run_id) if starting is not None else contextlib.nullcontext()
 
-    def _begin(
-        self, agent: str, task: str, task_type: str | None, state: State | None, run_id: str, given: bool
-    ) -> Job:
-        entry = self.catalog.entry(agent)
-        if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
-            raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
-        check_state(state or {})
-        with self._held_lock:
-            if run_id in self._starting:
-                raise StartingNow(
-                    f"a run with id {run_id!r} is being started here now (its catalog's prepare runs); "
-                    "nothing was changed. Send the same request again once that start has been answered"
-                )
-            self._starting.add(run_id)
-        return _Start(agent, task, task_type, dict(state or {}), run_id, entry)
-
     def _started(self, start: _Start) -> None:
+        """The start is answered: its run id is let go, here and on the store."""
         with self._held_lock:
-            self._starting.discard(start.run_id)
+            self._starting_ids.discard(start.run_id)
+        start.hold.close()
 
     def _never_started(self, checked: asyncio.Future[_Start]) -> None:
         if not checked.cancelled() and checked.exception() is None:
