@@ -25,7 +25,7 @@ def test_the_sweep_and_the_audits_go_on_after_an_unexpected_failure(
     runner = Runner(store, catalog)
     calls = {"sweep": 0, "audit": 0}
 
-    def expiry_jobs() -> list:
+    async def expiry_jobs(**where: object) -> list:  # the service's sweep (`calls` in `where`)
         calls["sweep"] += 1
         if calls["sweep"] == 1:
             raise RuntimeError("a driver's own failure")
@@ -36,7 +36,7 @@ def test_the_sweep_and_the_audits_go_on_after_an_unexpected_failure(
         if calls["audit"] == 1:
             raise KeyError("a bug")
 
-    runner.expiry_jobs = expiry_jobs  # type: ignore[method-assign]
+    runner.aexpiry_jobs = expiry_jobs  # type: ignore[method-assign]
     runner.audit_due = audit_due  # type: ignore[method-assign]
     service = Service(runner, Token("t" * 32), sweep_interval=0.02)
 

@@ -829,8 +829,8 @@ def test_a_sweep_goes_on_when_one_run_cannot_be_expired(counters: Workers, tmp_p
     make_job = sweeper._expiry_job
     broken = runs[0].run_id
 
-    def job_for(record: RunRecord, now: float) -> Job:
-        job = make_job(record, now)
+    def job_for(record: RunRecord, now: float, built: Any) -> Job:
+        job = make_job(record, now, built)
         if record.run_id != broken:
             return job
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from agent._codec import unwritable
 from agent._state import calls_of
 from agent._valid import is_count, is_number, is_text
+from agent._within import Calls, beside, here
 from agent.agent import Agent, as_reply
 from agent.audit import Audit, AuditOutcome
 from agent.budget import Extension
@@ -134,6 +135,11 @@ class Unrecoverable(EndstateError):
         self.result = result
 
 
+class StartingNow(RunExists):
+    """A start of a run id whose start is under way in this runner (its catalog's `prepare` runs):
+    refused, nothing changed; the first goes on."""
+
+
 class NotInCatalog(AgentUnavailable, ConfigError):
     """This deployment lacks what a stored run needs to go on: its agent, its task type, or the tool of
     the call a person approved. Another deployment (a service of the same fleet with other agents, or an
@@ -169,6 +175,38 @@ class _Hold:
 
     jobs: int
     renewed: float
+
+
+@dataclass(frozen=True)
+class _Start:
+    """A start, checked: what its catalog calls and the store's record are made from."""
+
+    agent: str
+    task: str
+    task_type: str | None
+    state: State
+    run_id: str
+    entry: AgentEntry
+    hold: contextlib.ExitStack  # the store's hold on a given run id (`Runner._starting`), until answered
+
+
+@dataclass(frozen=True)
+class _Made:
+    """What a start's catalog calls made: the state `prepare` gave, and the agent `build` gave."""
+
+    state: State
+    built: Agent | ForeignAgent
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """A run claimed and held by this runner, to resume: where a failure gives it back, the budget
+    it was given (`more`), the snapshot read as it was claimed (`known`)."""
+
+    record: RunRecord
+    release_to: RunStatus | None
+    more: Extension | None = None
+    known: Snapshot | None = None
 
 
 @dataclass(frozen=True)
@@ -296,6 +334,8 @@ class Runner:
         self._held: dict[str, _Hold] = {}  # runs whose lease this runner renews
         self._held_lock = threading.Lock()  # recovery may run in a worker thread (and `_writer`)
         self._active: set[str] = set()
+        self._starting_ids: set[str] = set()  # run ids whose start is under way here (see `_start_of`)
+        self._no_builds = threading.local()  # set on a thread whose calls build no agent (`_unbuilt`)
         # the tasks `spawn` made, until each ends: a run resumed as its last segment's task finishes
         # (answered the moment that segment was recorded) has two at once
         self._spawned: set[asyncio.Task[RunResult | None]] = set()
@@ -333,6 +373,51 @@ class Runner:
         run_id: str | None = None,
     ) -> Job:
         """Create a run's record, held by this runner; `drive` the job to run it."""
+        start = self._start_of(agent, task, task_type, state, run_id)
+        try:
+            made = self._made(start)
+            try:
+                return self._created(start, made)
+            except BaseException as exc:
+                self._unmade(start, made, exc)
+                raise
+        finally:
+            self._started(start)
+
+    async def abegin(self, agent: str, task: str, *, calls: Calls = here, **options: Any) -> Job:
+        """`begin`, its catalog's `prepare` and `build` on a thread of their own (`beside`), and its store
+        calls through `calls` (a service's one thread for them; by default here, on the loop): one
+        agent's prepare or build that takes minutes holds no other start, answer or sweep."""
+        checked = asyncio.ensure_future(calls(self._start_of, agent, task, **options))
+        try:
+            start: _Start = await asyncio.shield(checked)
+        except asyncio.CancelledError:  # its run id is let go once checked, not kept as starting here
+            checked.add_done_callback(self._never_started)
+            raise
+        try:
+            let_go = functools.partial(self._let_made_go, start)
+            made = await beside(functools.partial(self._made, start), f"endstate-start {agent[:60]}", let_go)
+            try:
+                return await self._held_job(calls(self._created, start, made))
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                await beside(functools.partial(self._unmade, start, made, exc), "endstate-cleanup")
+                raise
+        finally:
+            self._started(start)
+
+    def _start_of(
+        self,
+        agent: str,
+        task: str,
+        task_type: str | None = None,
+        state: State | None = None,
+        run_id: str | None = None,
+    ) -> _Start:
+        """A start's checks, before its catalog's `prepare`; its run id is then this runner's to start
+        (`_started` lets it go): a second start of that id meanwhile is refused (`RunExists`), not
+        prepared beside the first (one `prepare` may build the run's world over the other's)."""
         check_start_text(task, task_type)
         check_given_id(run_id)
         given, run_id = run_id is not None, run_id or uuid.uuid4().hex
@@ -341,8 +426,25 @@ class Runner:
                 f"run id {run_id!r} must be 1-64 ASCII letters, digits, '_', '-' or '.', "
                 "not starting with '.'"
             )
-        with self._starting(run_id if given else None):  # no other start of this id prepares meanwhile
-            return self._begin(agent, task, task_type, state, run_id, given)
+        entry = self.catalog.entry(agent)
+        with self._held_lock:
+            if run_id in self._starting_ids:
+                raise StartingNow(
+                    f"a run with id {run_id!r} is being started here now (its catalog's prepare runs); "
+                    "nothing was changed. Send the same request again once that start has been answered"
+                )
+            self._starting_ids.add(run_id)
+        hold = contextlib.ExitStack()
+        start = _Start(agent, task, task_type, dict(state or {}), run_id, entry, hold)
+        try:  # no other process's start of this id prepares meanwhile either (the store's hold)
+            hold.enter_context(self._starting(run_id if given else None))
+            if given and self.store.get(run_id) is not None:  # before `prepare`, which may build its world
+                raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
+            check_state(state or {})
+        except BaseException:
+            self._started(start)
+            raise
+        return start
 
     def _starting(self, run_id: str | None) -> contextlib.AbstractContextManager[object]:
         """The store's hold on a given run id while its start prepares and stores it (PostgreSQL's
@@ -352,39 +454,95 @@ class Runner:
         starting = getattr(self.store, "starting", None) if run_id is not None else None
         return starting(run_id) if starting is not None else contextlib.nullcontext()
 
-    def _begin(
-        self, agent: str, task: str, task_type: str | None, state: State | None, run_id: str, given: bool
-    ) -> Job:
-        entry = self.catalog.entry(agent)
-        if given and self.store.get(run_id) is not None:  # before `prepare`, which may build the run's world
-            raise RunExists(f"a run with id {run_id!r} already exists; pick another id")
-        check_state(state or {})
-        state = dict(state or {})
+    def _started(self, start: _Start) -> None:
+        """The start is answered: its run id is let go, here and on the store."""
+        with self._held_lock:
+            self._starting_ids.discard(start.run_id)
+        start.hold.close()
+
+    def _never_started(self, checked: asyncio.Future[_Start]) -> None:
+        if not checked.cancelled() and checked.exception() is None:
+            self._started(checked.result())
+
+    def _made(self, start: _Start) -> _Made:
+        """The start's catalog calls: `prepare` within its deadline, then `build` (waited for). What
+        `prepare` made is let go (`cleanup`) when the build fails."""
+        entry, state = start.entry, start.state
         if entry.prepare is not None:  # within its deadline: one that hangs holds no caller for ever
-            prepare = functools.partial(prepare_within, agent, entry, state, run_id, self.prepare_seconds)
-            state = from_catalog(agent, "prepare", prepare)
+            prepare = functools.partial(
+                prepare_within, start.agent, entry, state, start.run_id, self.prepare_seconds
+            )
+            state = from_catalog(start.agent, "prepare", prepare)
         try:
             check_state(state)  # with what `prepare` added
-            built = self._agent(agent, state, run_id, task_type)
-            new = NewRun(run_id, agent, task, built.task_type, state)
-            record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
-        except RunExists as exc:  # stored by another worker meanwhile: its world is not this call's
-            if isinstance(exc, PrunedRunId) and entry.cleanup is not None:  # (nothing is stored: it goes)
-                entry.cleanup(state)
-            raise
+            return _Made(state, self._agent(start.agent, state, start.run_id, start.task_type))
         except BaseException:
             if entry.cleanup is not None:
                 entry.cleanup(state)
             raise
+
+    def _created(self, start: _Start, made: _Made) -> Job:
+        """The start's run stored, held by this runner, and its job."""
+        built, state, run_id, task = made.built, made.state, start.run_id, start.task
+        new = NewRun(run_id, start.agent, task, built.task_type, state)
+        record = self._hold(self.store.create(new, self.lease(), self.clock.time()))
 
         def segment(cancel: CancelSignal) -> Coroutine[Any, Any, RunResult]:
             return built.arun(task, run_id=run_id, state=state, cancel=cancel)
 
         return Job(run_id, built, record, segment)
 
+    def _unmade(self, start: _Start, made: _Made, exc: BaseException) -> None:
+        """Let go of what a start's `prepare` made when its run was not stored: not when the id was
+        stored by another worker meanwhile (its world is not this call's), unless it was pruned."""
+        if isinstance(exc, RunExists) and not isinstance(exc, PrunedRunId):
+            return
+        if start.entry.cleanup is not None:
+            start.entry.cleanup(made.state)
+
+    def _let_made_go(self, start: _Start, made: _Made) -> None:
+        """A start cut off (a shutdown) while its catalog calls ran: what they made is no run's."""
+        log.warning("agent %r: a start (run %s) was cut off while it was prepared", start.agent, start.run_id)
+        if start.entry.cleanup is not None:
+            start.entry.cleanup(made.state)
+
+    async def _held_job(self, making: Awaitable[Job]) -> Job:
+        """The job `making` gives (a run stored or claimed on the store's thread). A caller cut off
+        meanwhile (a shutdown) leaves it to end there: its run is then let go, for recovery to go on
+        with (its lease lapses), never held and renewed by this runner with nothing driving it."""
+        future = asyncio.ensure_future(making)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(self._undriven)
+            raise
+
+    def _undriven(self, made: asyncio.Future[Job]) -> None:
+        if not made.cancelled() and made.exception() is None:
+            self._let_go(made.result().run_id, None)
+
+    def _unbuilt(self, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` building no agent only to learn its own task type (on the store's thread:
+        `_learn` did it beside, first); one not learned is then taken as not known (`runs_task_type`)."""
+        self._no_builds.on = True
+        try:
+            return call(*args)
+        finally:
+            self._no_builds.on = False
+
+    async def _learn(self, records: list[RunRecord | None] | list[RunRecord]) -> None:
+        """Learn the own task type of the agents of `records` that `runs_task_type` asks for, each built
+        on a thread of its own within the prepare deadline (`_own_task_type`), not on the store's."""
+        for record in records:
+            if record is None or not self.knows(record.agent) or record.agent in self._own_types:
+                continue
+            if record.task_type not in self.catalog.entries[record.agent].task_types:
+                learn = functools.partial(self._own_task_type, record.agent, record.state)
+                await beside(learn, f"endstate-build {record.agent[:60]}")
+
     async def start(self, agent: str, task: str, **options: Any) -> RunResult:
-        """Start a run and drive it until it ends or suspends."""
-        return await self.drive(self.begin(agent, task, **options))
+        """Start a run and drive it until it ends or suspends (its catalog calls off the loop: `abegin`)."""
+        return await self.drive(await self.abegin(agent, task, **options))
 
     # -- resuming ------------------------------------------------------
 
@@ -408,6 +566,47 @@ class Runner:
         run has moved on to another question or call. `by` names who answers (kept on the run
         as its last answer; None: no name), and is told to whoever answers after.
         """
+        taken = self._taken(run_id, answer, approved, more, segments, by)
+        return self._resume_job(taken.record, taken.release_to, more=taken.more, known=taken.known)
+
+    async def aclaim(
+        self,
+        run_id: str,
+        answer: HumanReply | str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+        segments: int | None = None,
+        by: str | None = None,
+        *,
+        calls: Calls = here,
+    ) -> Job:
+        """`claim`, its catalog's `build` on a thread of its own (`beside`), its store calls through
+        `calls` (see `abegin`): one agent's build that takes minutes holds no other answer or start."""
+        if set(self.catalog.names()) - set(self._own_types):  # an agent's own task type may be asked
+            await self._learn([await calls(self.store.get, run_id)])
+        taken = await calls(self._unbuilt, self._taken, run_id, answer, approved, more, segments, by)
+        try:
+            build = functools.partial(self._rebuilt, taken.record, False)
+            agent = await beside(build, f"endstate-claim {taken.record.agent[:60]}")
+        except asyncio.CancelledError:  # its lease lapses: recovery goes on with the reply it took
+            self._let_go(run_id, None)
+            raise
+        except BaseException as exc:
+            await calls(self._not_resumed, taken.record, taken.release_to, False, exc)
+            raise
+        resumed = functools.partial(self._resumed, taken.record, agent, taken.release_to)
+        return await self._held_job(calls(resumed, more=taken.more, known=taken.known))
+
+    def _taken(
+        self,
+        run_id: str,
+        answer: HumanReply | str | None,
+        approved: bool | None,
+        more: Extension | None,
+        segments: int | None,
+        by: str | None,
+    ) -> _Taken:
+        """`claim`'s checks and the store's claim: the run, held by this runner."""
         answer, approved = claimed_reply(answer, approved, segments)
         by = checked_answerer(by)
         current = self._stored(run_id)
@@ -430,7 +629,7 @@ class Runner:
                     "budget without one; nothing was changed"
                 )
             record = self.store.claim(run_id, (RunStatus.FINISHED,), lease, now)
-            return self._resume_job(self._hold(record), release_to=RunStatus.FINISHED, more=more)
+            return _Taken(self._hold(record), RunStatus.FINISHED, more=more)
         if current.status is RunStatus.WAITING:  # the question read, answered before its deadline
             check_answer(current, answer, approved)
             read = self._check_pending(current)
@@ -442,7 +641,7 @@ class Runner:
             if answer is not None:  # as written: the answer's text column keeps NUL and lone surrogates
                 record = dataclasses.replace(record, answer=answer)  # as U+FFFD (recovery reads that)
             # Claimed in the segment it was read in: no entry was added since, so it is read once.
-            return self._resume_job(self._hold(record), release_to=current.status, known=read)
+            return _Taken(self._hold(record), current.status, known=read)
         if answer is not None or approved is not None:
             raise NotClaimable(
                 f"run {run_id} is {current.status}, not waiting for an answer{answered(current)}; nothing "
@@ -452,7 +651,7 @@ class Runner:
             record = self.store.claim(run_id, (current.status,), lease, now)
         else:
             raise NotClaimable(not_resumable(current) + self._running_hint(current))
-        return self._resume_job(self._hold(record), release_to=current.status)
+        return _Taken(self._hold(record), current.status)
 
     def _stored(self, run_id: str) -> RunRecord:
         """The run as stored; `UnknownRun` when there is none, or when `run_id` is not text (no run's is:
@@ -520,8 +719,9 @@ class Runner:
         more: Extension | None = None,
         by: str | None = None,
     ) -> RunResult:
-        """Claim a run and continue it here until it ends or suspends again (`by`: who answers)."""
-        return await self.drive(self.claim(run_id, answer, approved, more, by=by))
+        """Claim a run and continue it here until it ends or suspends again (`by`: who answers); its
+        catalog's build off the loop (`aclaim`)."""
+        return await self.drive(await self.aclaim(run_id, answer, approved, more, by=by))
 
     def _resume_job(
         self,
@@ -539,20 +739,44 @@ class Runner:
         for it) it ends as `error` instead, keeping its snapshot for `endstate resume`.
         """
         try:
-            agent = self._agent(
-                record.agent, record.state, record.run_id, record.task_type, saved=True, swept=recovering
-            )
+            agent = self._rebuilt(record, recovering)
+        except BaseException as exc:
+            self._not_resumed(record, release_to, recovering, exc)
+            raise
+        return self._resumed(record, agent, release_to, recovering=recovering, more=more, known=known)
+
+    def _rebuilt(self, record: RunRecord, recovering: bool) -> Agent | ForeignAgent:
+        """The held run's agent, from its catalog entry (within the prepare deadline in recovery)."""
+        r = record
+        return self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=recovering)
+
+    def _not_resumed(
+        self, record: RunRecord, release_to: RunStatus | None, recovering: bool, exc: BaseException
+    ) -> None:
+        """A held run that cannot go on (`exc`): given back as it was (the caller raises `exc`); in
+        recovery ended as error, saying why (`Unrecoverable`)."""
+        if recovering and isinstance(exc, Exception):
+            raise Unrecoverable(self._end_unresumable(record, exc)) from exc
+        self._let_go(record.run_id, release_to)
+
+    def _resumed(
+        self,
+        record: RunRecord,
+        agent: Agent | ForeignAgent,
+        release_to: RunStatus | None,
+        *,
+        recovering: bool = False,
+        more: Extension | None = None,
+        known: Snapshot | None = None,
+    ) -> Job:
+        """The held run's job with its rebuilt `agent` (see `_resume_job`)."""
+        try:
             check_approved_tool(agent, record)
             snapshot = self._stored_whole(record, known or self.store.snapshot(record.run_id))
             if more is not None and snapshot is not None:  # refused now, not in the background
                 check_extensible(agent, snapshot, more)
-        except Exception as exc:
-            if recovering:
-                raise Unrecoverable(self._end_unresumable(record, exc)) from exc
-            self._let_go(record.run_id, release_to)
-            raise
-        except BaseException:
-            self._let_go(record.run_id, release_to)
+        except BaseException as exc:
+            self._not_resumed(record, release_to, recovering, exc)
             raise
         if snapshot is None:  # died before its first checkpoint: start the task again
             agent = _started_before(agent, record)
@@ -605,7 +829,7 @@ class Runner:
 
     async def sweep(self, now: float | None = None) -> list[RunResult]:
         """End (or continue, per the agent's help policy) every run whose deadline passed."""
-        return await self._drive_each(self.expiry_jobs(now), "expired")
+        return await self._drive_each(await self.aexpiry_jobs(now), "expired")
 
     def expiry_jobs(self, now: float | None = None) -> list[Job]:
         """Claim every waiting run whose deadline passed; the jobs apply the help policy."""
@@ -621,6 +845,44 @@ class Runner:
                 )
         return jobs
 
+    async def aexpiry_jobs(self, now: float | None = None, *, calls: Calls = here) -> list[Job]:
+        """`expiry_jobs`, each run's agent built on a thread of its own (`beside`), its store calls
+        through `calls` (see `abegin`): one agent's hung build holds no request meanwhile."""
+        now = await calls(self.sweep_time) if now is None else now
+        expired = await calls(self.store.expired, now)
+        await self._learn(expired)
+        jobs = []
+        for stale in await calls(self._unbuilt, self.ours, expired):
+            try:  # one run the store fails on never drops the jobs of those claimed before it
+                held = await calls(self._claimed_expired, stale, now)
+                if held is not None and (job := await self._expiring(held, now, calls)) is not None:
+                    jobs.append(job)
+            except Exception as exc:
+                log.error(
+                    "run %s cannot be expired now; the next sweep tries again: %s", stale.run_id, _why(exc)
+                )
+        return jobs
+
+    async def _expiring(self, held: RunRecord, now: float, calls: Calls) -> Job | None:
+        """The job of a run claimed past its deadline (see `_claim_expired`)."""
+        try:
+            agent = await self._rebuilt_beside(held, True)
+            return await self._held_job(calls(self._expiry_job, held, now, agent))
+        except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
+            ended = Unrecoverable(await calls(self._end_unresumable, held, exc))
+            log.error("run %s cannot be expired here: %s", held.run_id, ended)
+        return None
+
+    async def _rebuilt_beside(self, held: RunRecord, recovering: bool) -> Agent | ForeignAgent:
+        """`_rebuilt` on a thread of its own; a caller cut off meanwhile lets the run go (its lease
+        lapses: recovery goes on with it, and with the reply it was claimed with)."""
+        try:
+            build = functools.partial(self._rebuilt, held, recovering)
+            return await beside(build, f"endstate-build {held.agent[:60]}")
+        except asyncio.CancelledError:
+            self._let_go(held.run_id, None)
+            raise
+
     def sweep_time(self) -> float:
         """The time deadlines are judged by: on the system clock, the store's (`StoreClock`: every
         service of a fleet sweeps, so one whose clock ran ahead would cut every person's wait short,
@@ -630,6 +892,18 @@ class Runner:
 
     def _claim_expired(self, stale: RunRecord, now: float) -> Job | None:
         """Claim one run past its deadline: its job, or None when someone else got it first."""
+        record = self._claimed_expired(stale, now)
+        if record is None:
+            return None
+        try:
+            return self._expiry_job(record, now, self._rebuilt(record, True))
+        except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
+            ended = Unrecoverable(self._end_unresumable(record, exc))
+            log.error("run %s cannot be expired here: %s", record.run_id, ended)
+        return None
+
+    def _claimed_expired(self, stale: RunRecord, now: float) -> RunRecord | None:
+        """One run past its deadline claimed and held; None when someone else got it first."""
         try:  # the same question, still past its deadline: not one asked since the listing
             waiting = (RunStatus.WAITING,)
             record = self.store.claim(
@@ -637,17 +911,9 @@ class Runner:
             )
         except NotClaimable:
             return None  # answered or swept by someone else meanwhile
-        self._hold(record)
-        try:
-            return self._expiry_job(record, now)
-        except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
-            ended = Unrecoverable(self._end_unresumable(record, exc))
-            log.error("run %s cannot be expired here: %s", record.run_id, ended)
-        return None
+        return self._hold(record)
 
-    def _expiry_job(self, record: RunRecord, now: float) -> Job:
-        r = record
-        agent = self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=True)
+    def _expiry_job(self, record: RunRecord, now: float, agent: Agent | ForeignAgent) -> Job:
         snapshot = self._stored_whole(record, self.store.snapshot(record.run_id))
         if snapshot is None:
             raise StoreError(f"run {record.run_id} waits but has no snapshot")
@@ -666,13 +932,17 @@ class Runner:
         once this runner has itself seen that lease unrenewed for one whole lease of its own
         (`_lapse`), so a clock's step never takes a run from a live worker; a worker of this host
         whose process is gone counts at once."""
+        return self.ours(self._left_behind(watched))
+
+    def _left_behind(self, watched: bool) -> list[RunRecord]:
+        """`recoverable`'s runs, of any agent and version (before `ours`)."""
         running = self.store.list_runs(RunStatus.RUNNING, limit=None)
         held, now = self.held(), self.store.now()  # leases run out by the store's clock
         gone = [r for r in running if r.run_id not in held and worker_gone(r, now)]
         if watched:
             seen = self._lapses.unrenewed(running, self.lease_seconds)
             gone = [r for r in gone if r.run_id in seen or process_gone(r)]
-        return self.ours(gone + self.store.interrupted())
+        return gone + self.store.interrupted()
 
     def knows(self, agent: str) -> bool:
         """True when this runner's catalog has the agent `agent`."""
@@ -692,6 +962,8 @@ class Runner:
         when it was not built yet, within the prepare deadline: `build_within`); None when its build
         fails or hangs."""
         if agent not in self._own_types:
+            if getattr(self._no_builds, "on", False):  # learned beside, before this call (`_learn`)
+                return None
             try:
                 entry = self.catalog.entries[agent]
                 own = build_within(agent, entry, state, self.prepare_seconds).task_type
@@ -761,7 +1033,7 @@ class Runner:
 
     async def recover(self) -> list[RunResult]:
         """Continue every recoverable run from its last checkpoint, one after another."""
-        return await self._drive_each(self.recovery_jobs(watched=False), "recovered")
+        return await self._drive_each(await self.arecovery_jobs(watched=False), "recovered")
 
     def recovery_jobs(self, limit: int | None = None, watched: bool = True) -> list[Job]:
         """Claim every recoverable run, or at most `limit` of them (a service's room under its
@@ -773,23 +1045,56 @@ class Runner:
             if limit is not None and len(jobs) >= limit:
                 break
             try:
-                if record.status is RunStatus.RUNNING:  # its lease ran out, unless its process is gone
-                    held = self.store.take_over(
-                        record.run_id,
-                        record.owner or "",
-                        self.lease(),
-                        self.clock.time(),
-                        only_lapsed=not process_gone(record),
-                        as_seen=record,  # a renewal since this sweep's look keeps the run its holder's
-                    )
-                else:
-                    held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
-                jobs.append(self._resume_job(self._hold(held), release_to=None, recovering=True))
+                jobs.append(self._resume_job(self._taken_over(record), release_to=None, recovering=True))
             except NotClaimable:
                 continue  # another worker got there first
             except Exception as exc:  # one run that cannot be continued never stops the others
                 log.error("run %s cannot be recovered: %s", record.run_id, _why(exc))
         return jobs
+
+    async def arecovery_jobs(
+        self, limit: int | None = None, watched: bool = True, *, calls: Calls = here
+    ) -> list[Job]:
+        """`recovery_jobs`, each run's agent built on a thread of its own (`beside`), its store calls
+        through `calls` (see `abegin`): one agent's hung build holds no request meanwhile."""
+        left = await calls(self._left_behind, watched)
+        await self._learn(left)
+        jobs: list[Job] = []
+        for record in await calls(self._unbuilt, self.ours, left):
+            if limit is not None and len(jobs) >= limit:
+                break
+            try:
+                held = await calls(self._taken_over, record)
+                jobs.append(await self._recovered(held, calls))
+            except NotClaimable:
+                continue  # another worker got there first
+            except Exception as exc:  # one run that cannot be continued never stops the others
+                log.error("run %s cannot be recovered: %s", record.run_id, _why(exc))
+        return jobs
+
+    async def _recovered(self, held: RunRecord, calls: Calls) -> Job:
+        """The job of a run taken over in recovery (one that cannot be rebuilt ends `error`)."""
+        try:
+            agent = await self._rebuilt_beside(held, True)
+        except Exception as exc:
+            await calls(self._not_resumed, held, None, True, exc)
+            raise
+        return await self._held_job(calls(self._resumed, held, agent, None, recovering=True))
+
+    def _taken_over(self, record: RunRecord) -> RunRecord:
+        """A recoverable run taken over (its worker gone) or claimed (cancelled), held here."""
+        if record.status is RunStatus.RUNNING:  # its lease ran out, unless its process is gone
+            held = self.store.take_over(
+                record.run_id,
+                record.owner or "",
+                self.lease(),
+                self.clock.time(),
+                only_lapsed=not process_gone(record),
+                as_seen=record,  # a renewal since this sweep's look keeps the run its holder's
+            )
+        else:
+            held = self.store.claim(record.run_id, (record.status,), self.lease(), self.clock.time())
+        return self._hold(held)
 
     def _end_unresumable(self, record: RunRecord, exc: Exception, failed: str | None = None) -> RunResult:
         """End a held run that cannot be rebuilt (or whose segment `failed`: the exception's type) as

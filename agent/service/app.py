@@ -5,7 +5,8 @@ that change a run need `Authorization: Bearer <token>`, and so do reads when the
 service listens beyond loopback, see `reads_need_token`):
 
     POST /runs                    {"agent", "task", "task_type"?, "state"?, "run_id"?} -> 202
-                                  (the same request again with its run_id: 200 and that run)
+                                  (the same request again with its run_id: 200 and that run;
+                                  while that one is still being started, 409)
     GET  /runs[?status=&limit=&agent=&task_type=]
                                   recent runs, each long text cut (`cut` names what, with its size)
     GET  /runs/{id}               one run and its result
@@ -76,7 +77,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent._valid import is_count
 from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
-from agent.durable.runner import Job, given_reason
+from agent.durable.runner import Job, StartingNow, given_reason
 from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
 from agent.durable.store.base import (
     CUT_OBJECTS,
@@ -108,7 +109,7 @@ from agent.service.http import (
     Problem,
     StandardJSON,
     check_strings,
-    claim,
+    claimed,
     int_param,
     json_body,
     known_fields,
@@ -320,14 +321,25 @@ class Api:
         self._admit()
         self.service.starting += 1
         try:
-            job = await self.service.for_request(self.runner.begin, agent, task, **options)
-        except PrunedRunId:
-            raise  # no run has the id: a pruned one's review label or audit is kept under it (409)
+            job = await self._begun(agent, task, options)
+        except (PrunedRunId, StartingNow):
+            raise  # no run has the id: a pruned one's review label or audit is kept under it, or its
+            # start is under way here (409)
         except RunExists:
             return await self._started_before(agent, task, options)
         finally:
             self.service.starting -= 1
         return self._accepted(job)
+
+    async def _begun(self, agent: str, task: str, options: dict[str, Any]) -> Job:
+        """The start's job: its store calls on the service's one thread for them (`for_request`), its
+        catalog's `prepare` and `build` on a thread of their own (`Runner.abegin`), so that one agent's
+        slow prepare holds no other request. (Over Temporal, workers prepare and build: `begin`.)"""
+        begin = getattr(self.runner, "abegin", None)
+        if begin is None:
+            return await self.service.for_request(self.runner.begin, agent, task, **options)
+        job: Job = await begin(agent, task, calls=self.service.for_request, **options)
+        return job
 
     def _admit(self) -> None:
         """Refuse a new run (503, nothing stored) while `max_running` runs are in flight here: a
@@ -421,9 +433,8 @@ class Api:
         self._authorize(request)
         body = known_fields(await json_body(request, self.service.body_timeout, empty_ok=True), *MORE)
         more = extension(body)
-        return self._accepted(
-            await self.service.for_request(self.runner.claim, request.path_params["run_id"], more=more)
-        )
+        run_id = request.path_params["run_id"]
+        return self._accepted(await claimed(self.service.for_request, self.runner, run_id, more=more))
 
     async def _claimed(
         self, request: Request, answer: str | None, approved: bool | None, body: dict[str, Any]
@@ -431,9 +442,7 @@ class Api:
         """Claim the run named in the path with this answer (as read, when `segments` is given), under
         the name `by` gives (none: an answer without a name)."""
         run_id, segments, by = request.path_params["run_id"], read_at(body), answered_by(body)
-        job = await self.service.for_request(
-            claim, self.runner, run_id, answer, approved, segments=segments, by=by
-        )
+        job = await claimed(self.service.for_request, self.runner, run_id, answer, approved, segments, by)
         return self._accepted(job)
 
     async def metrics(self, request: Request) -> Response:

@@ -79,12 +79,14 @@ class Service:
             self.runner.checkpoints_on_loop = False
 
     async def off_loop(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """`call(*args, **kwargs)` on the service's one thread for the runner's starts, claims,
-        recovery and sweeps. A store that waits for a lock there (SQLite's busy timeout, PostgreSQL's
-        lock_timeout) holds that thread, never the event loop: `/healthz` and every read still
-        answer. One thread: starts, claims, recoveries and sweeps go one at a time. (The inbox's
-        previews build agents on threads of their own, beside these: a catalog's `build` may be
-        called from two threads at once.)"""
+        """`call(*args, **kwargs)` on the service's one thread for the store calls of the runner's
+        starts, claims, recovery and sweeps. A store that waits for a lock there (SQLite's busy
+        timeout, PostgreSQL's lock_timeout) holds that thread, never the event loop: `/healthz` and
+        every read still answer. One thread: those store calls go one at a time. A catalog's
+        `prepare` and `build` (user code that may wait minutes on a clone, a lock, a slow server) run
+        on threads of their own beside it (`Runner.abegin`, `aclaim`, `arecovery_jobs`,
+        `aexpiry_jobs`), as the inbox's previews do: one agent's slow start holds no other request,
+        and a catalog's `prepare` and `build` may each be called from two threads at once."""
         if self._calls is None:
             self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="endstate-service-calls")
         loop = asyncio.get_running_loop()
@@ -132,10 +134,10 @@ class Service:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Recover runs at start (once /metrics was read, see `first_scrape_wait`) and while up, sweep
-        deadlines, checkpoint runs at shutdown."""
-        if not self._waits_for_scrape():
-            await self._recover()
+        """Recover runs at start (in the sweeper, once /metrics was read: see `first_scrape_wait`)
+        and while up, sweep deadlines, checkpoint runs at shutdown. The service serves at once: a
+        recovered run's build may take up to the prepare deadline, and a start that waited for each
+        served nothing meanwhile (under a liveness probe, a restart loop)."""
         self.ready = True
         self._tasks.append(asyncio.create_task(self._sweep_forever(), name="sweeper"))
         if self.retention is not None or self.label_counter is not None:
@@ -160,12 +162,12 @@ class Service:
         """Expire runs past their deadline; take over runs whose worker died since the start."""
         if self.scraped is not None and self._waits_for_scrape():
             await first_scrape(self.scraped, self.first_scrape_wait, "recovering runs")
-            await self._recover()
+        await self._recover()
         self._tasks.append(asyncio.create_task(self._audit_forever(), name="audits"))
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
-                for job in await self.off_loop(self.runner.expiry_jobs):
+                for job in await self._jobs("aexpiry_jobs", "expiry_jobs"):
                     self.runner.spawn(job)
             except Exception as exc:  # one that escaped would end this loop, unseen, for good
                 _failed("the deadline sweep", exc)
@@ -209,6 +211,16 @@ class Service:
                 _failed("pruning or counting labels", exc)
             await asyncio.sleep(self.upkeep_interval)
 
+    async def _jobs(self, made_async: str, made: str, *args: Any) -> list[Any]:
+        """The runner's sweep or recovery jobs: a store's runner builds each run's agent on a thread of
+        its own, its store calls on the thread of `off_loop` (a hung build holds no request meanwhile);
+        another runner (Temporal's) makes them on that thread."""
+        jobs_of = getattr(self.runner, made_async, None)
+        if jobs_of is None:
+            jobs: list[Any] = await self.off_loop(getattr(self.runner, made), *args)
+            return jobs
+        return list(await jobs_of(*args, calls=self.off_loop))
+
     async def _recover(self) -> None:
         """Take over runs of dead workers (on the thread of `off_loop`), as many as `max_running` has
         room for: the first service to sweep after a replica died would otherwise take all its runs at
@@ -217,7 +229,7 @@ class Service:
         if room == 0:
             return
         try:
-            for job in await self.off_loop(self.runner.recovery_jobs, room):
+            for job in await self._jobs("arecovery_jobs", "recovery_jobs", room):
                 self.runner.spawn(job)
         except Exception as exc:
             _failed("recovering runs", exc)

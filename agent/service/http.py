@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import re
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,6 +233,27 @@ def claim(
     if segments is None:
         return runner.claim(run_id, answer, approved=approved, **named)
     return runner.claim(run_id, answer, approved=approved, segments=segments, **named)
+
+
+async def claimed(
+    calls: Callable[..., Awaitable[Any]],
+    runner: Any,
+    run_id: str,
+    answer: str | None = None,
+    approved: bool | None = None,
+    segments: int | None = None,
+    by: str | None = None,
+    more: Any = None,
+) -> Any:
+    """`claim` (with `more`: a resume with more budget), its store calls made through `calls` (the
+    service's `for_request`) and, with a store's runner, the agent's catalog build on a thread of its
+    own (`Runner.aclaim`): one agent's slow build holds no other request."""
+    aclaim = getattr(runner, "aclaim", None)
+    if aclaim is not None:
+        return await aclaim(run_id, answer, approved, more, segments, by, calls=calls)
+    if more is not None:
+        return await calls(runner.claim, run_id, more=more)
+    return await calls(claim, runner, run_id, answer, approved, segments, by)
 
 
 def run_filter(key: str, value: str) -> str:

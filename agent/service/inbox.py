@@ -55,7 +55,7 @@ from agent.service.http import (
     NO_PAGE,
     Problem,
     check_strings,
-    claim,
+    claimed,
     int_param,
     notice_of,
     notice_params,
@@ -251,7 +251,7 @@ class Inbox:
         except ValueError as exc:
             return await self.render(request, error=f"Your name: {exc}.", status=400, kept=not_sent(form))
         try:
-            job = await self.service.for_request(self._claim, run_id, action, form, by)
+            job = await self._claim(run_id, action, form, by)
         except (EndstateError, Problem) as exc:
             return await self.render(request, error=str(exc), status=status_of(exc), kept=not_sent(form))
         self.service.runner.spawn(job)
@@ -263,17 +263,17 @@ class Inbox:
             remember(response, request, by)
         return response
 
-    def _claim(self, run_id: str, action: str, form: dict[str, str], by: str | None) -> Any:
+    async def _claim(self, run_id: str, action: str, form: dict[str, str], by: str | None) -> Any:
         """Claim the run as the page showed it (its `segments`): a form left open while someone
         else answered never approves the call, or answers the question, that came next. `by`: the
-        name the form gave (None: none)."""
+        name the form gave (None: none). As the API's: `claimed`."""
         runner, shown = self.service.runner, form.get("segments")
         read = int_param(shown, 0, 2**62, "the form's segments") if shown is not None else None
-        if action == "answer":
-            return claim(runner, run_id, form["answer"], segments=read, by=by)
-        if action == "approve":
-            return claim(runner, run_id, approved=True, segments=read, by=by)
-        return claim(runner, run_id, given_reason(form.get("reason")), approved=False, segments=read, by=by)
+        answer: str | None = form["answer"] if action == "answer" else None
+        approved = None if action == "answer" else action == "approve"
+        if approved is False:
+            answer = given_reason(form.get("reason"))
+        return await claimed(self.service.for_request, runner, run_id, answer, approved, read, by)
 
     def _signed_in(self, request: Request) -> bool:
         return signed_in(self.service, request)

@@ -53,7 +53,8 @@ class DemoWorkload:
         """Rounds of every scenario, `interval` seconds apart, until `stop` (or until cancelled).
 
         `off_loop` makes the store's calls (starts, claims, reads), as the service's own: on its
-        thread (`Service.off_loop`), so a store waiting for a lock never holds the event loop."""
+        thread (`Service.off_loop`), so a store waiting for a lock never holds the event loop; the
+        catalog's prepare and build run on threads of their own (`Runner.abegin`, `aclaim`)."""
         self._off_loop = off_loop or _here
         try:
             await self._adopt_left_over()
@@ -89,7 +90,7 @@ class DemoWorkload:
     async def _play(self, scenario: Scenario) -> None:
         try:
             state = {"scenario": scenario.name}
-            job = await self._off_loop(self.runner.begin, scenario.agent, scenario.task, state=state)
+            job = await self.runner.abegin(scenario.agent, scenario.task, state=state, calls=self._off_loop)
         except EndstateError:
             log.exception("the demo workload could not start %s", scenario.name)
             return
@@ -105,7 +106,7 @@ class DemoWorkload:
         if self._stop.is_set():
             return
         try:
-            job = await self._off_loop(self.runner.claim, run_id, *_claimed_with(action))
+            job = await self.runner.aclaim(run_id, *_claimed_with(action), calls=self._off_loop)
         except EndstateError as exc:  # answered in the inbox meanwhile, or expired
             log.info("demo follow-up of run %s skipped: %s", run_id, exc)
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import threading
 from collections.abc import Coroutine
@@ -22,6 +23,7 @@ from typing import Any, TypeVar, cast
 
 from temporalio.service import RPCError
 
+from agent._within import beside
 from agent.budget import Extension
 from agent.clock import SYSTEM_CLOCK, Clock
 from agent.durable.catalog import SEED_CATALOG, Catalog, load_catalog
@@ -34,6 +36,7 @@ from agent.temporal.client import ElsewhereRun, TemporalRuns, TemporalUnavailabl
 
 T = TypeVar("T")
 CALL_TIMEOUT_S = 30.0
+_CALL = "endstate-temporal-call"  # the name of the thread a request's call to Temporal waits on
 
 
 class Bridge:
@@ -140,6 +143,30 @@ class TemporalRunner:
                 self._taken_here(str(options["run_id"]))
             raise  # the service answers a retry of the same start with that run
         return TemporalJob(str(run_id))
+
+    async def abegin(self, agent: str, task: str, *, calls: Any = None, **options: Any) -> TemporalJob:
+        """`begin` on a thread of its own, not on the service's one thread for the runner's calls (a
+        call Temporal is slow to answer waits up to `CALL_TIMEOUT_S`, and held every other request
+        as long); Temporal orders what needs ordering (`calls` is not needed)."""
+        job: TemporalJob = await beside(functools.partial(self.begin, agent, task, **options), _CALL)
+        return job
+
+    async def aclaim(
+        self,
+        run_id: str,
+        answer: str | None = None,
+        approved: bool | None = None,
+        more: Extension | None = None,
+        segments: int | None = None,
+        by: str | None = None,
+        *,
+        calls: Any = None,
+    ) -> TemporalJob:
+        """`claim` on a thread of its own (see `abegin`): a reply no worker takes waits up to
+        `CALL_TIMEOUT_S` for one, holding no other request."""
+        claim = functools.partial(self.claim, run_id, answer, approved, more, segments, by)
+        job: TemporalJob = await beside(claim, _CALL)
+        return job
 
     def _taken_here(self, run_id: str) -> None:
         """A 409 when the taken id is another task queue's run: never the same start sent again. Any
