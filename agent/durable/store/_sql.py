@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import json
 import logging
+import math
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -1008,6 +1009,7 @@ def _head_version(head: str) -> object:
 def record_of(row: Row) -> RunRecord:
     """A `RunRecord` from a row (columns as in `ALL_COLUMNS`); a damaged column is a `StoreError`."""
     _check_numbers(row)
+    _check_texts(row)
     return RunRecord(
         **{k: row[k] for k in _PLAIN if k in row},
         status=_column(row, "status", RunStatus),
@@ -1070,11 +1072,23 @@ def _column(row: Row, name: str, decode: Any) -> Any:
 
 def _check_numbers(row: Row) -> None:
     """A number column holding anything else is damaged: SQLite keeps text typed into a REAL or
-    INTEGER column by hand as text, which no listing could sort or add up."""
+    INTEGER column by hand as text, which no listing could sort or add up; and a count of tokens
+    that is no finite number (a REAL column keeps `9e999` as infinity) is no count."""
     for name in _NUMBERS:
         value = row.get(name)
         if value is not None and type(value) not in (int, float):
             raise _damaged(row, name, f"{value!r:.40} is not a number")
+        if name in _COUNTS and isinstance(value, float) and not math.isfinite(value):
+            raise _damaged(row, name, f"{value!r} is not a count")
+
+
+def _check_texts(row: Row) -> None:
+    """A text column holding bytes is damaged: SQLite keeps a blob written into a TEXT column by hand
+    (`SET agent = X'f72b'`) as a blob, which no page or listing could show."""
+    for name in _TEXTS:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise _damaged(row, name, f"{type(value).__name__} where text belongs")
 
 
 def _damaged(row: Row, name: str, why: object) -> StoreError:
@@ -1096,6 +1110,14 @@ _NUMBERS = (  # the row's number columns (a listing may leave some out)
     *("deadline", "suspended_at", "lease_until", "answered_at", "cost_usd", "input_tokens", "output_tokens"),
     *("cache_read_tokens", "cache_write_tokens", "head_version", "lease_seconds", "last_answer_at"),
     "journal_length",
+)
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")  # read as ints
+
+_TEXTS = (  # the row's text columns (a listing may leave some out); JSON ones are checked as decoded
+    *("run_id", "agent", "task", "task_type", "stop_limit", "trace_id", "note", "summary", "output"),
+    *("error_type", "question", "owner", "answer", "refused", "last_answer_by", "last_answer_kind"),
+    *("last_answer", "snapshot"),
 )
 
 _PLAIN = [
