@@ -70,7 +70,7 @@ CELLS = (  # what a column may hold in SQLite, whatever its declared type
     SCALARS
     | st.binary(max_size=20)
     | JSON.map(json.dumps)
-    | st.sampled_from(["{", '{"v": 1', "[]", "null", '"x"', "\udcff", "NaN", '{"a": NaN}', "1e999"])
+    | st.sampled_from(["{", '{"v": 1', "[]", "null", '"x"', "\udcff", "a\udcf7+[", "NaN", '{"a": NaN}'])
 )
 
 
@@ -99,7 +99,7 @@ def changed(value: Any, path: list[int], new: Any) -> Any:
 
 
 def stored(value: Any) -> Any:
-    """`value` as SQLite takes it: text with a lone surrogate as the bytes it stands for (not UTF-8)."""
+    """`value` as SQLite takes it: text with a lone surrogate as the bytes it stands for (no UTF-8)."""
     if isinstance(value, str) and any("\ud800" <= c <= "\udfff" for c in value):
         return value.encode("utf-8", "surrogateescape")
     return value
@@ -109,7 +109,9 @@ def apply(db_path: Path, run_id: str, where: str, how: Any) -> None:
     """Change the stored run as `where` and `how` say."""
     with sqlite3.connect(db_path) as db:
         if where.startswith("cell:"):
-            db.execute(f"UPDATE endstate_runs SET {where[5:]} = ? WHERE run_id = ?", (stored(how), run_id))
+            cell = "CAST(? AS TEXT)" if isinstance(how, str) else "?"  # text that is no UTF-8 stays text
+            update = f"UPDATE endstate_runs SET {where[5:]} = {cell} WHERE run_id = ?"
+            db.execute(update, (stored(how), run_id))
             return
         seq_pick, path, new = how
         if where == "state_json":
@@ -279,3 +281,12 @@ def test_a_text_column_stored_as_a_blob_is_a_damaged_run_not_a_crash(
     """Before: bytes where text belongs (`UPDATE ... SET agent = X'f72b5b'`) made GET /runs, /pending or
     the inbox a 500 and `endstate runs --json` or `pending` a traceback, for every run."""
     damaged_alone(template, tmp_path, column, "?", b"\xf7+[")
+
+
+@pytest.mark.parametrize("column", ["agent", "question", "state", "pending", "turns", "snapshot"])
+def test_a_column_holding_text_that_is_no_utf8_is_a_damaged_run_not_a_refused_listing(
+    template: tuple[Path, dict[str, str]], tmp_path: Path, column: str
+) -> None:
+    """Before: SQLite's 'Could not decode to UTF-8 column' failed the whole query: GET /runs, /pending
+    and the inbox were a 503 showing no run at all, and `endstate runs` listed none."""
+    damaged_alone(template, tmp_path, column, "CAST(? AS TEXT)", b"\xf7+[")
