@@ -25,7 +25,7 @@ FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "80")),  # more while hunting
     deadline=None,
     database=None,
-    derandomize=True,
+    derandomize=os.environ.get("FUZZ_RANDOM") is None,  # FUZZ_RANDOM=1: new examples each run, while hunting
     suppress_health_check=[HealthCheck.too_slow],
 )
 MODEL = "claude-haiku-4-5"

@@ -35,7 +35,7 @@ FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_EXAMPLES", "200")),  # more while hunting
     deadline=None,
     database=None,
-    derandomize=True,
+    derandomize=os.environ.get("FUZZ_RANDOM") is None,  # FUZZ_RANDOM=1: new examples each run, while hunting
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 QUESTION = {
