@@ -24,6 +24,7 @@ from starlette.testclient import TestClient
 from test_service_defences import AUTH, LOCAL, TOKEN
 
 from agent.cli.main import main
+from agent.durable import review
 from agent.durable.runner import Runner
 from agent.durable.store import open_store
 from agent.errors import EndstateError
@@ -167,11 +168,20 @@ class Damaged:
 
     def pages(self, ids: list[str]) -> dict[str, Any]:
         """Every listing and page of the service; each response by its path."""
+        return self.pages_at([], ids)
+
+    def pages_at(self, more: list[str], ids: list[str] | None = None) -> dict[str, Any]:
+        """`pages(ids)`, or with `ids` None only the pages `more` names."""
         store = open_store(self.url)
         runner = Runner(store, example_catalog(self.worlds))
         service = Service(runner, Token(TOKEN), sweep_interval=3600)
-        paths = ["/runs", "/pending", "/inbox", "/inbox/review", "/inbox/review/labelled"]
-        paths += [p for i in ids for p in (f"/runs/{i}", f"/inbox/review/runs/{i}")]
+        paths = (
+            ["/runs", "/pending", "/inbox", "/inbox/review", "/inbox/review/labelled"]
+            if ids is not None
+            else []
+        )
+        paths += [p for i in ids or () for p in (f"/runs/{i}", f"/inbox/review/runs/{i}")] + more
+        ids = ids or []
         try:
             with TestClient(create_app(service), base_url=LOCAL, raise_server_exceptions=False) as api:
                 api.cookies.set(COOKIE, Token(TOKEN).cookie_value)
@@ -303,3 +313,57 @@ def test_a_column_holding_text_that_is_no_utf8_is_a_damaged_run_not_a_refused_li
     """Before: SQLite's 'Could not decode to UTF-8 column' failed the whole query: GET /runs, /pending
     and the inbox were a 503 showing no run at all, and `endstate runs` listed none."""
     damaged_alone(template, tmp_path, column, "CAST(? AS TEXT)", b"\xf7+[")
+
+
+@pytest.mark.parametrize(
+    ("column", "sql", "value"),
+    [
+        ("labelled_at", "?", "soon"),
+        ("labelled_at", "CAST(? AS TEXT)", b"\xf7+["),
+        ("note", "?", b"\xf7+["),
+        ("labelled_by", "CAST(? AS TEXT)", b"\xf7+["),
+        ("label", "?", b"\xf7+["),
+    ],
+)
+def test_a_label_stored_with_a_column_of_another_type_is_left_out_not_a_crash(
+    template: tuple[Path, dict[str, str]], tmp_path: Path, column: str, sql: str, value: Any
+) -> None:
+    """Before: the labelled page and the run's review page were a 500, and `endstate limits suggest` a
+    traceback (ValueError), for a label whose row a hand edit left with bytes or text in a number."""
+    path, ids = template
+    damaged = Damaged(path, tmp_path)
+    store = open_store(damaged.url)
+    review.label(store, ids["finished"], "fine", "looks right", by="ann")
+    store.close()
+    with sqlite3.connect(damaged.path) as db:
+        db.execute(f"UPDATE endstate_reviews SET {column} = {sql}", (value,))
+    store = open_store(damaged.url)
+    try:
+        assert store.reviews() == [] and store.labelled(10) == []  # left out (and logged)
+    finally:
+        store.close()
+    pages = damaged.pages([ids["finished"]])
+    for page in ("/inbox/review/labelled", f"/inbox/review/runs/{ids['finished']}"):
+        assert pages[page].status_code == 200, pages[page].text[-2000:]
+    for argv in (["limits", "suggest"], ["review", "--json"]):
+        assert cli(damaged.url, argv) in (0, 1)
+
+
+def test_a_label_this_release_does_not_know_is_said_on_the_run_s_review_page_not_a_500(
+    template: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Before: a label edited by hand (or written by a newer release) made the run's review page and its
+    case.yaml a 500 (ValueError: 'soon' is not a valid Label)."""
+    path, ids = template
+    damaged = Damaged(path, tmp_path)
+    store = open_store(damaged.url)
+    review.label(store, ids["finished"], "fine", "looks right", by="ann")
+    store.close()
+    with sqlite3.connect(damaged.path) as db:
+        db.execute("UPDATE endstate_reviews SET label = 'soon'")
+    run = f"/inbox/review/runs/{ids['finished']}"
+    pages = damaged.pages([ids["finished"]])
+    assert pages[run].status_code < 500, pages[run].text[-2000:]
+    assert "no label this Endstate knows" in pages[run].text
+    file = damaged.pages_at([f"{run}/case.yaml"])[f"{run}/case.yaml"]
+    assert 400 <= file.status_code < 500 and "no label this Endstate knows" in file.text

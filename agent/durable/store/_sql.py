@@ -716,7 +716,7 @@ class SqlStore:
             (after, *(run_ids or ())),
             retry=True,
         )
-        return [review_of(r) for r in rows]
+        return review_records(rows)
 
     def review_queue(
         self,
@@ -762,7 +762,7 @@ class SqlStore:
             f"SELECT {REVIEW_COLUMNS} FROM {REVIEWS} v WHERE {latest}{only} "
             f"ORDER BY v.id DESC LIMIT {int(limit)} OFFSET {int(offset)}"
         )
-        return [review_of(r) for r in self._rows(sql, params, retry=True)]
+        return review_records(self._rows(sql, params, retry=True))
 
     def prune(self, ended_before: float, batch: int = 500) -> int:
         pruned = 0
@@ -844,7 +844,30 @@ def audit_record(row: Row) -> AuditRecord:
     )  # fmt: skip
 
 
+def review_records(rows: list[Row]) -> list[Review]:
+    """The labels of a listing; a row this code cannot read (a column of another type: a hand edit,
+    or a damaged file) is logged and left out, never hiding the others."""
+    reviews = []
+    for row in rows:
+        try:
+            reviews.append(review_of(row))
+        except (ValueError, TypeError) as exc:
+            log.error(
+                "label %s of run %s cannot be read (%s); it is left out of this listing",
+                row["id"],
+                row["run_id"],
+                exc,
+            )
+    return reviews
+
+
 def review_of(row: Row) -> Review:
+    """A label from its row; a column of another type is a ValueError saying which."""
+    for name in ("run_id", "agent", "task_type", "label", "note", "labelled_by"):
+        if not isinstance(row[name], str):
+            raise ValueError(f"its {name} column holds {type(row[name]).__name__}, not text")
+    if type(row["labelled_at"]) not in (int, float) or not math.isfinite(row["labelled_at"]):
+        raise ValueError(f"its labelled_at column holds {row['labelled_at']!r:.40}, not a time")
     return Review(
         int(row["id"]), row["run_id"], row["agent"], row["task_type"], row["label"], row["note"],
         float(row["labelled_at"]), row["labelled_by"],
