@@ -52,6 +52,12 @@ COLUMNS = [
     "trace_id",
 ]  # fmt: skip
 
+OTHER_COLUMNS = {
+    "label": ["run_id", "agent", "task_type", "label", "note", "labelled_at", "labelled_by"],
+    "audit": ["run_id", "agent", "task_type", "due_at", "outcome", "note", "checked_at"],
+}
+OTHER_TABLES = {"label": "endstate_reviews", "audit": "endstate_audits"}
+
 # -- what is generated -----------------------------------------------------------------------------
 
 SCALARS = (
@@ -79,9 +85,13 @@ CELLS = (  # what a column may hold in SQLite, whatever its declared type
 def edits(draw: st.DrawFn, names: list[str]) -> tuple[str, str, Any]:
     """(run, where, how): a cell of the run's row, one of its journal entries, or a value in its JSON."""
     run = draw(st.sampled_from(names))
-    kind = draw(st.sampled_from(["cell", "entry", "entry_json", "state_json", "drop_entry"]))
+    kind = draw(
+        st.sampled_from(["cell", "entry", "entry_json", "state_json", "drop_entry", "label", "audit"])
+    )
     if kind == "cell":
         return run, f"cell:{draw(st.sampled_from(COLUMNS))}", draw(CELLS)
+    if kind in ("label", "audit"):  # the finished run's label or audit row
+        return "finished", f"{kind}:{draw(st.sampled_from(OTHER_COLUMNS[kind]))}", draw(CELLS)
     new = draw(CELLS) if kind == "entry" else draw(JSON)
     return run, kind, (draw(st.integers(0, 40)), draw(st.lists(st.integers(0, 8), max_size=4)), new)
 
@@ -109,6 +119,10 @@ def stored(value: Any) -> Any:
 def apply(db_path: Path, run_id: str, where: str, how: Any) -> None:
     """Change the stored run as `where` and `how` say."""
     with sqlite3.connect(db_path) as db:
+        if (kind := where.partition(":")[0]) in OTHER_TABLES:
+            cell = "CAST(? AS TEXT)" if isinstance(how, str) else "?"
+            db.execute(f"UPDATE {OTHER_TABLES[kind]} SET {where.partition(':')[2]} = {cell}", (stored(how),))
+            return
         if where.startswith("cell:"):
             cell = "CAST(? AS TEXT)" if isinstance(how, str) else "?"  # text that is no UTF-8 stays text
             update = f"UPDATE endstate_runs SET {where[5:]} = {cell} WHERE run_id = ?"
@@ -143,7 +157,7 @@ def apply(db_path: Path, run_id: str, where: str, how: Any) -> None:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A store with a question, an approval and a finished run; their ids."""
+    """A store with a question, an approval and a finished run (labelled, audited); their ids."""
     folder = tmp_path_factory.mktemp("template")
     store = open_store(str(folder / "runs.db"))
     runner = Runner(store, example_catalog(folder / "worlds"))
@@ -152,8 +166,15 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
         ids[name] = asyncio.run(
             runner.start(agent, "Go", state={"scenario": scenario}, run_id=f"run-{name}")
         ).run_id
+    review.label(store, ids["finished"], "fine", "looks right", by="ann")
     runner.catalog.close()
     store.close()
+    with sqlite3.connect(folder / "runs.db") as db:  # an audit made of it, as `endstate audit` records one
+        db.execute(
+            "INSERT INTO endstate_audits (run_id, agent, task_type, due_at, outcome, note, checked_at) "
+            "VALUES (?, 'csv-cleaner', 'csv_clean', 1.0, 'passed', '', 2.0)",
+            (ids["finished"],),
+        )
     return folder / "runs.db", ids
 
 
@@ -181,6 +202,7 @@ class Damaged:
             else []
         )
         paths += [p for i in ids or () for p in (f"/runs/{i}", f"/inbox/review/runs/{i}")] + more
+        paths += [f"/inbox/review/runs/{i}/case.yaml" for i in ids or ()]
         ids = ids or []
         try:
             with TestClient(create_app(service), base_url=LOCAL, raise_server_exceptions=False) as api:
@@ -244,7 +266,14 @@ def test_a_run_damaged_at_random_is_named_and_the_others_are_still_shown(
         no_traceback(response.text)
         if page == "/runs":  # lists every run (the review queue only samples successes: not checked)
             assert all(i in response.text for i in others), response.text[:3000]
-    for argv in (["runs"], ["runs", "--json"], ["pending"], ["review"]):
+    for argv in (
+        ["runs"],
+        ["runs", "--json"],
+        ["pending"],
+        ["review"],
+        ["audit", "--list"],
+        ["limits", "suggest"],
+    ):
         code = cli(damaged.url, argv)
         assert code in (0, 1, 2), (argv, code)
     if name != "finished":
@@ -367,3 +396,21 @@ def test_a_label_this_release_does_not_know_is_said_on_the_run_s_review_page_not
     assert "no label this Endstate knows" in pages[run].text
     file = damaged.pages_at([f"{run}/case.yaml"])[f"{run}/case.yaml"]
     assert 400 <= file.status_code < 500 and "no label this Endstate knows" in file.text
+
+
+@pytest.mark.parametrize(("column", "value"), [("stop_reason", None), ("stop_limit", "soon")])
+def test_a_finished_run_left_with_no_stop_reason_is_left_out_of_limits_suggest_not_a_traceback(
+    template: tuple[Path, dict[str, str]],
+    tmp_path: Path,
+    column: str,
+    value: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Before: `endstate limits suggest` over a store with such a run was a traceback (ValueError: None is
+    not a valid StopReason), whatever the other runs."""
+    path, ids = template
+    damaged = Damaged(path, tmp_path)
+    with sqlite3.connect(damaged.path) as db:
+        db.execute(f"UPDATE endstate_runs SET {column} = ? WHERE run_id = ?", (value, ids["finished"]))
+    assert cli(damaged.url, ["limits", "suggest"]) in (0, 1)
+    assert "Traceback" not in capsys.readouterr().err
