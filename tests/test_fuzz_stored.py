@@ -249,8 +249,12 @@ def no_traceback(text: str) -> None:
 @FUZZ
 @given(data=st.data())
 def test_a_run_damaged_at_random_is_named_and_the_others_are_still_shown(
-    template: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+    template: tuple[Path, dict[str, str]],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    data: st.DataObject,
 ) -> None:
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))  # a run whose state lost its workdir works here
     path, ids = template
     damaged = Damaged(path, tmp_path_factory.mktemp("damaged"))
     name, where, how = data.draw(edits(list(ids)))
