@@ -532,7 +532,14 @@ def _expected(store: RunStore, record: RunRecord, expect: str | None) -> StopRea
             f"run {record.run_id} has no label yet: label it (`endstate review label {record.run_id} LABEL`) "
             "or say the exit the case expects with --expect REASON"
         )
-    chosen = Label(review.label)
+    try:
+        chosen = Label(review.label)
+    except ValueError:  # a label this release does not know: written by hand, or by a newer release
+        raise LabelMismatch(
+            f"run {record.run_id} is labelled {review.label!r:.60}, which is no label this Endstate knows "
+            f"({', '.join(Label)}). Label it again (`endstate review label {record.run_id} LABEL`) or say "
+            "the exit the case expects with --expect REASON"
+        ) from None
     if why := misfit(record, chosen):  # a label given before such labels were refused
         raise LabelMismatch(
             f"run {record.run_id} stopped as {record.stop_reason} and is labelled {chosen}, which a case "

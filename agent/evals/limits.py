@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import logging
 import math
 import re
 import urllib.error
@@ -55,6 +56,8 @@ FEW_SUCCESSES = 20
 OUTLIER = 3.0  # a longest success this many times the 95th percentile is named as an outlier
 FLOORS = {LimitKind.SECONDS: 1.0}  # a time ceiling under a second would stop runs on jitter alone
 _NOT_ENDS = (StopReason.NEED_HELP, StopReason.CANCELLED)  # a run in these states has not ended
+
+log = logging.getLogger("endstate.limits")
 
 
 class LimitsError(EndstateError):
@@ -655,7 +658,19 @@ def history_from_store(url: str | None = None, window_seconds: float | None = No
         labels = {r.run_id: r.label for r in store.reviews()}  # in order: the latest label wins
     finally:
         store.close()
-    return RecordHistory([PastRun.from_dict(r.to_dict() | {"label": labels.get(r.run_id)}) for r in records])
+    return RecordHistory(past_runs([r.to_dict() | {"label": labels.get(r.run_id)} for r in records]))
+
+
+def past_runs(rows: list[dict[str, Any]]) -> list[PastRun]:
+    """The store's finished runs as past runs; one that is none (a hand edit left it no stop reason, or
+    a limit this release does not know) is logged and left out, never ending the whole suggestion."""
+    runs = []
+    for row in rows:
+        try:
+            runs.append(PastRun.from_dict(row))
+        except (ValueError, TypeError) as exc:
+            log.warning("run %s is left out of the history: %s", row.get("run_id"), exc)
+    return runs
 
 
 def parse_duration(text: str) -> float:

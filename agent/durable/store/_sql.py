@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import json
 import logging
+import math
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -719,7 +720,7 @@ class SqlStore:
             (after, *(run_ids or ())),
             retry=True,
         )
-        return [review_of(r) for r in rows]
+        return review_records(rows)
 
     def review_queue(
         self,
@@ -765,7 +766,7 @@ class SqlStore:
             f"SELECT {REVIEW_COLUMNS} FROM {REVIEWS} v WHERE {latest}{only} "
             f"ORDER BY v.id DESC LIMIT {int(limit)} OFFSET {int(offset)}"
         )
-        return [review_of(r) for r in self._rows(sql, params, retry=True)]
+        return review_records(self._rows(sql, params, retry=True))
 
     def prune(self, ended_before: float, batch: int = 500) -> int:
         pruned = 0
@@ -847,7 +848,30 @@ def audit_record(row: Row) -> AuditRecord:
     )  # fmt: skip
 
 
+def review_records(rows: list[Row]) -> list[Review]:
+    """The labels of a listing; a row this code cannot read (a column of another type: a hand edit,
+    or a damaged file) is logged and left out, never hiding the others."""
+    reviews = []
+    for row in rows:
+        try:
+            reviews.append(review_of(row))
+        except (ValueError, TypeError) as exc:
+            log.error(
+                "label %s of run %s cannot be read (%s); it is left out of this listing",
+                row["id"],
+                row["run_id"],
+                exc,
+            )
+    return reviews
+
+
 def review_of(row: Row) -> Review:
+    """A label from its row; a column of another type is a ValueError saying which."""
+    for name in ("run_id", "agent", "task_type", "label", "note", "labelled_by"):
+        if not isinstance(row[name], str):
+            raise ValueError(f"its {name} column holds {type(row[name]).__name__}, not text")
+    if type(row["labelled_at"]) not in (int, float) or not math.isfinite(row["labelled_at"]):
+        raise ValueError(f"its labelled_at column holds {row['labelled_at']!r:.40}, not a time")
     return Review(
         int(row["id"]), row["run_id"], row["agent"], row["task_type"], row["label"], row["note"],
         float(row["labelled_at"]), row["labelled_by"],
@@ -1012,6 +1036,7 @@ def _head_version(head: str) -> object:
 def record_of(row: Row) -> RunRecord:
     """A `RunRecord` from a row (columns as in `ALL_COLUMNS`); a damaged column is a `StoreError`."""
     _check_numbers(row)
+    _check_texts(row)
     return RunRecord(
         **{k: row[k] for k in _PLAIN if k in row},
         status=_column(row, "status", RunStatus),
@@ -1074,11 +1099,23 @@ def _column(row: Row, name: str, decode: Any) -> Any:
 
 def _check_numbers(row: Row) -> None:
     """A number column holding anything else is damaged: SQLite keeps text typed into a REAL or
-    INTEGER column by hand as text, which no listing could sort or add up."""
+    INTEGER column by hand as text, which no listing could sort or add up; and a count of tokens
+    that is no finite number (a REAL column keeps `9e999` as infinity) is no count."""
     for name in _NUMBERS:
         value = row.get(name)
         if value is not None and type(value) not in (int, float):
             raise _damaged(row, name, f"{value!r:.40} is not a number")
+        if name in _COUNTS and isinstance(value, float) and not math.isfinite(value):
+            raise _damaged(row, name, f"{value!r} is not a count")
+
+
+def _check_texts(row: Row) -> None:
+    """A text column holding bytes is damaged: SQLite keeps a blob written into a TEXT column by hand
+    (`SET agent = X'f72b'`) as a blob, which no page or listing could show."""
+    for name in _TEXTS:
+        value = row.get(name)
+        if value is not None and not isinstance(value, str):
+            raise _damaged(row, name, f"{type(value).__name__} where text belongs")
 
 
 def _damaged(row: Row, name: str, why: object) -> StoreError:
@@ -1100,6 +1137,14 @@ _NUMBERS = (  # the row's number columns (a listing may leave some out)
     *("deadline", "suspended_at", "lease_until", "answered_at", "cost_usd", "input_tokens", "output_tokens"),
     *("cache_read_tokens", "cache_write_tokens", "head_version", "lease_seconds", "last_answer_at"),
     "journal_length",
+)
+
+_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")  # read as ints
+
+_TEXTS = (  # the row's text columns (a listing may leave some out); JSON ones are checked as decoded
+    *("run_id", "agent", "task", "task_type", "stop_limit", "trace_id", "note", "summary", "output"),
+    *("error_type", "question", "owner", "answer", "refused", "last_answer_by", "last_answer_kind"),
+    *("last_answer", "snapshot"),
 )
 
 _PLAIN = [

@@ -648,7 +648,18 @@ def connect(path: Path, timeout: float) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open the run store {path}: {exc}{open_hint(path, exc)}") from exc
     conn.row_factory = sqlite3.Row
+    conn.text_factory = text_of
     return conn
+
+
+def text_of(data: bytes) -> str | bytes:
+    """A TEXT value as read: its UTF-8 decoded, or, when it is no UTF-8 (written by another program,
+    or a damaged file), its bytes, which the row's readers name as a damaged column of that run
+    (`_sql.record_of`): SQLite's own decoding failed the whole query, a listing of every run."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
 
 
 class Folder:
