@@ -22,6 +22,7 @@ from agent.durable.store.base import (
     LATE_ENDS_IT,
     AuditRecord,
     DamagedJournal,
+    DamagedRun,
     Lease,
     LeaseLost,
     Listing,
@@ -1034,7 +1035,7 @@ def _head_version(head: str) -> object:
 
 
 def record_of(row: Row) -> RunRecord:
-    """A `RunRecord` from a row (columns as in `ALL_COLUMNS`); a damaged column is a `StoreError`."""
+    """A `RunRecord` from a row (columns as in `ALL_COLUMNS`); a damaged column is a `DamagedRun`."""
     _check_numbers(row)
     _check_texts(row)
     return RunRecord(
@@ -1118,8 +1119,9 @@ def _check_texts(row: Row) -> None:
             raise _damaged(row, name, f"{type(value).__name__} where text belongs")
 
 
-def _damaged(row: Row, name: str, why: object) -> StoreError:
-    return StoreError(
+def _damaged(row: Row, name: str, why: object) -> DamagedRun:
+    """No retry mends a damaged column: a `DamagedRun` (a 409 over HTTP, not a 503's "try again")."""
+    return DamagedRun(
         f"run {row.get('run_id')}: its {name} column is damaged ({why}); the store was edited by "
         "hand or is damaged: fix the row, or delete the run"
     )
