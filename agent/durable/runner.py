@@ -582,7 +582,8 @@ class Runner:
     ) -> Job:
         """`claim`, its catalog's `build` on a thread of its own (`beside`), its store calls through
         `calls` (see `abegin`): one agent's build that takes minutes holds no other answer or start."""
-        if set(self.catalog.names()) - set(self._own_types):  # an agent's own task type may be asked
+        # an agent's own task type may be asked (a run id that is no text is refused by `_taken`)
+        if isinstance(run_id, str) and set(self.catalog.names()) - set(self._own_types):
             await self._learn([await calls(self.store.get, run_id)])
         taken = await calls(self._unbuilt, self._taken, run_id, answer, approved, more, segments, by)
         try:
