@@ -18,7 +18,7 @@ from pg import shared_server
 
 from agent import Agent
 from agent.durable.runner import Catalog, Runner
-from agent.durable.store import RunExists, open_store
+from agent.durable.store import RunExists, StartingNow, open_store
 from agent.models.scripted import ScriptedModel, finish
 
 PREPARING = 1.0  # seconds a prepare takes: the other start comes meanwhile
@@ -61,6 +61,7 @@ def test_two_runners_starting_one_run_id_at_once_prepare_it_once() -> None:
         refused = [o for o in outcomes if isinstance(o, RunExists)]
         assert len(outcomes) == 2 and len(refused) == 1, outcomes
         assert "same" in str(refused[0]) and cleaned == []  # the started run's world is kept
+        assert isinstance(refused[0], StartingNow), refused  # the service's 409 says it is being started
         record = stores[0].get("same")
         assert record is not None and record.state["world"] == "same"
     finally:
@@ -94,4 +95,36 @@ def test_a_run_id_is_free_again_once_its_start_failed() -> None:
         finally:
             other.close()
     finally:
+        store.close()
+
+
+def test_over_http_a_start_of_an_id_another_process_is_starting_is_a_409_saying_so() -> None:
+    """A POST /runs retried at another replica while the first replica still prepares that run id (it
+    holds the id on the PostgreSQL store): a 409 saying the run is being started and to send the request
+    again once answered. Before, the service read the refusal as an id taken by another run and said
+    'taken by a different run (its agent, task, task type or state differ)', which was not so."""
+    from starlette.testclient import TestClient
+
+    from agent.service.app import Service, create_app
+    from agent.service.auth import Token
+
+    url = shared_server().new_database()
+    catalog = Catalog()
+    catalog.register("x", _agent)
+    other, store = open_store(url), open_store(url)
+    service = Service(Runner(store, catalog), Token("t" * 32), sweep_interval=3600)
+    body = {"agent": "x", "task": "task", "run_id": "same"}
+    auth = {"Authorization": f"Bearer {'t' * 32}"}
+    try:
+        with TestClient(create_app(service), base_url="http://127.0.0.1") as api:
+            with other.starting("same"):  # the other replica's start of it, preparing
+                refused = api.post("/runs", json=body, headers=auth)
+            assert refused.status_code == 409, refused.text
+            said = refused.json()["error"]
+            assert "is being started now" in said and "different run" not in said, said
+            assert store.get("same") is None  # nothing was stored
+            taken = api.post("/runs", json=body, headers=auth)  # once that start let go: this one starts
+            assert taken.status_code == 202, taken.text
+    finally:
+        other.close()
         store.close()

@@ -73,6 +73,7 @@ from agent.durable.store import (
     RunRecord,
     RunStatus,
     RunStore,
+    StartingNow,
     StoreError,
     UnknownRun,
 )
@@ -133,11 +134,6 @@ class Unrecoverable(EndstateError):
     def __init__(self, result: RunResult) -> None:
         super().__init__(f"it ended error ({result.error_type}): {result.note}")
         self.result = result
-
-
-class StartingNow(RunExists):
-    """A start of a run id whose start is under way in this runner (its catalog's `prepare` runs):
-    refused, nothing changed; the first goes on."""
 
 
 class NotInCatalog(AgentUnavailable, ConfigError):

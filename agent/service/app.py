@@ -77,8 +77,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agent._valid import is_count
 from agent.budget import MAX_COUNT, MAX_FLOAT, MAX_SECONDS, Extension
 from agent.budget import shown_most as shown
-from agent.durable.runner import Job, StartingNow, given_reason
-from agent.durable.store import RunExists, RunRecord, RunStatus, StoreError, UnknownRun
+from agent.durable.runner import Job, given_reason
+from agent.durable.store import RunExists, RunRecord, RunStatus, StartingNow, StoreError, UnknownRun
 from agent.durable.store.base import (
     CUT_OBJECTS,
     CUT_TEXTS,
@@ -324,7 +324,7 @@ class Api:
             job = await self._begun(agent, task, options)
         except (PrunedRunId, StartingNow):
             raise  # no run has the id: a pruned one's review label or audit is kept under it, or its
-            # start is under way here (409)
+            # start is under way, here or in another process (409)
         except RunExists:
             return await self._started_before(agent, task, options)
         finally:

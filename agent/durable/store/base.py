@@ -40,6 +40,12 @@ class RunExists(StoreError):
     """A run with this id is already stored."""
 
 
+class StartingNow(RunExists):
+    """A start of a run id whose start is under way (its catalog's `prepare` runs, in this runner, or
+    in another process holding the id on the store: `PostgresStore.starting`): refused, nothing
+    changed; the first goes on. Sent again once that start is answered, it gets the run."""
+
+
 class PrunedRunId(RunExists):
     """The id of a pruned run whose review label or audit the store keeps: nothing was stored."""
 

@@ -27,8 +27,8 @@ from agent.durable.store._sql import (
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
     Lease,
-    RunExists,
     RunStatus,
+    StartingNow,
     StoreError,
     StoreTimeout,
     WriteRefused,
@@ -189,7 +189,7 @@ class PostgresStore(SqlStore):
     @contextmanager
     def starting(self, run_id: str) -> Iterator[None]:
         """Hold `run_id` while a start with that id prepares and stores it: another start of it, from
-        any process, is refused (`RunExists`) before it prepares. A session advisory lock on a
+        any process, is refused (`StartingNow`) before it prepares. A session advisory lock on a
         connection of its own, let go with it (a process that dies lets go too)."""
         import psycopg
 
@@ -202,7 +202,11 @@ class PostgresStore(SqlStore):
                 except psycopg.Error as exc:
                     raise failure(exc, watch, self.shown, self.url) from exc
             if not free:
-                raise RunExists(f"a run with id {run_id!r} is being started already; pick another id")
+                raise StartingNow(
+                    f"a run with id {run_id!r} is being started now, by another process (its catalog's "
+                    "prepare runs); nothing was changed. Send the same request again once that start has "
+                    "been answered"
+                )
             yield
         finally:
             conn.close()
