@@ -158,8 +158,8 @@ def test_the_runs_listing_names_a_damaged_row_and_still_lists_the_others(
         edit_row(store_url, "UPDATE endstate_runs SET state = '[1]' WHERE run_id = ?", done_id)
         listing = api.get("/runs").json()
         assert [r["run_id"] for r in listing["runs"]] == [waiting_id] and listing["damaged"] == [done_id]
-        page = api.get(f"/inbox/review/runs/{done_id}")  # the review link a person follows from it
-        assert page.status_code == 503 and "text/html" in page.headers["content-type"], page.text
+        page = api.get(f"/inbox/review/runs/{done_id}")  # its review link: 409, no retry mends it
+        assert page.status_code == 409 and "text/html" in page.headers["content-type"], page.text
         assert f"Run {done_id} cannot be shown" in page.text
 
 

@@ -95,6 +95,7 @@ class PostgresStore(SqlStore):
         self._allowance = timeout + CUT_AFTER  # per call (longer while migrating: see `_prepare`)
         self._lock = threading.RLock()
         self._in_tx = False
+        self._shut = False  # closed: no call connects again (a late write would leak its connection)
         self._conn: Any = self._connect()
         self._sender = _Sender(url, self.shown, self._options, self._watchdog)
         try:
@@ -193,7 +194,7 @@ class PostgresStore(SqlStore):
         connection of its own, let go with it (a process that dies lets go too)."""
         import psycopg
 
-        conn = self._connect()
+        conn = self._connect_again()
         try:
             with self._watchdog.socket_call(conn.pgconn.socket, self._allowance) as watch:
                 try:
@@ -257,7 +258,7 @@ class PostgresStore(SqlStore):
         import psycopg
 
         if self._conn.closed or self._conn.broken:
-            self._conn = self._connect()
+            self._conn = self._connect_again()
         with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
             try:
                 try:
@@ -286,7 +287,7 @@ class PostgresStore(SqlStore):
 
         with self._lock:
             if self._conn.closed or self._conn.broken:
-                self._conn = self._connect()
+                self._conn = self._connect_again()
             # the whole transaction within the allowance: BEGIN and COMMIT are calls too
             with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
                 try:
@@ -314,8 +315,17 @@ class PostgresStore(SqlStore):
         service refuses requests queued behind a store that stopped answering."""
         return self._watchdog.waited()
 
+    def _connect_again(self) -> Any:
+        """A new connection, for a call after the last one broke; a `StoreError` once the store was
+        closed: a call made after `close` (a late callback's write, a heartbeat) opened a connection
+        nobody closed, left open until the garbage collector found it."""
+        if self._shut:
+            raise StoreError(f"the PostgreSQL run store {self.shown} was closed; open it again to use it")
+        return self._connect()
+
     def close(self) -> None:
         with self._lock:
+            self._shut = True
             self._conn.close()
         self._sender.close()
         self._watchdog.close()
@@ -532,6 +542,7 @@ class _Sender:
         self._watchdog, self._wait = watchdog, watchdog.period  # a call's allowance: see `PostgresStore`
         self._lock = threading.Lock()
         self._conn: Any = None
+        self._shut = False  # closed with its store: see `PostgresStore._connect_again`
         self._in_flight: Sent | None = None
         self._prepared: dict[str, bytes] = {}
 
@@ -642,6 +653,9 @@ class _Sender:
         if self._conn is None or self._conn.closed or self._conn.pgconn.status != pq.ConnStatus.OK:
             import psycopg
 
+            if self._shut:  # closed with its store: a checkpoint sent after that connects no more
+                raise StoreError(f"the PostgreSQL run store {self._shown} was closed; open it again")
+
             if self._conn is not None:
                 self._conn.close()
             self._prepared.clear()
@@ -692,6 +706,7 @@ class _Sender:
 
     def close(self) -> None:
         with self._lock:
+            self._shut = True
             if self._in_flight is not None:
                 self._read(self._in_flight)
             if self._conn is not None:
