@@ -42,8 +42,8 @@ class RunExists(StoreError):
 
 class StartingNow(RunExists):
     """A start of a run id whose start is under way (its catalog's `prepare` runs, in this runner, or
-    in another process holding the id on the store: `PostgresStore.starting`): refused, nothing
-    changed; the first goes on. Sent again once that start is answered, it gets the run."""
+    in another process holding the id on the store: `PostgresStore.starting`, `SqliteStore.starting`):
+    refused, nothing changed; the first goes on. Sent again once that start is answered, it gets the run."""
 
 
 class PrunedRunId(RunExists):

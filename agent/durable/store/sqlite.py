@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from agent.durable.store._deadline import CUT_AFTER, MIGRATION_SECONDS, Watch, Watchdog
 from agent.durable.store._sql import ENTRIES, SCHEMA_TABLE, Row, SqlStore, checkpoint_update
+from agent.durable.store._starts import holding
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
     Lease,
@@ -507,6 +508,17 @@ class SqliteStore(SqlStore):
             self._conn.execute(sql)
         except sqlite3.Error as exc:
             raise self._failed(exc) from exc
+
+    @contextmanager
+    def starting(self, run_id: str) -> Iterator[None]:
+        """Hold `run_id` while a start with that id prepares and stores it: another start of it (from
+        another process on this file, or another store object) is refused (`StartingNow`) before it
+        prepares. A file lock beside the store, let go with the process (see `_starts`)."""
+        if str(self.path) == ":memory:":  # one store object: its runner holds the id itself
+            yield
+            return
+        with holding(Path(os.path.realpath(self._where)), run_id):
+            yield
 
     def close(self) -> None:
         with contextlib.suppress(StoreError):  # a log or index gone since the last look: see `_lose`
