@@ -34,7 +34,7 @@ from agent.durable.store.base import (
     WriteRefused,
     column_text,
 )
-from agent.durable.store.urls import MASK, scrub, secrets_in, shown_url
+from agent.durable.store.urls import MASK, scrub, secrets_in, shown_url, take_option
 from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
@@ -46,6 +46,13 @@ LOCK_TIMEOUT = "5s"
 LOCK_NOT_AVAILABLE = "55P03"
 STATEMENT_TIMED_OUT = "57014"  # query_canceled: statement_timeout, or a cancel request
 READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only on
+# A named prepared statement missing (26000) or already there (42P05): a pooler in transaction mode
+# gave the statement another client's server connection.
+PREPARED_ELSEWHERE = ("26000", "42P05")
+# Endstate's own URL option (taken out before libpq reads the URL): `?pool_mode=transaction` when a
+# pooler (PgBouncer's `pool_mode = transaction`) gives each transaction any server connection.
+POOL_MODE = "pool_mode"
+POOL_MODES = ("session", "transaction")
 # TCP keepalives and the user timeout, unless the URL sets them: an idle connection to a peer that
 # vanished (no RST) is found dead within about a minute, and one whose sent data is not acknowledged
 # within `TCP_USER_TIMEOUT_MS` is closed by the kernel.
@@ -87,17 +94,17 @@ class PostgresStore(SqlStore):
             import psycopg  # noqa: F401  (optional dependency, checked here)
         except ImportError as exc:
             raise StoreError("a postgresql:// store needs psycopg: pip install 'psycopg[binary]'") from exc
-        self.url = url
         self.shown = shown_url(url)
+        self.url, self.pooled = pool_mode(url, self.shown)
         self.timeout = timeout
-        self._options = connect_options(url, self.shown, timeout)
+        self._options = connect_options(self.url, self.shown, timeout, self.pooled)
         self._watchdog = Watchdog(timeout + CUT_AFTER)
         self._allowance = timeout + CUT_AFTER  # per call (longer while migrating: see `_prepare`)
         self._lock = threading.RLock()
         self._in_tx = False
         self._shut = False  # closed: no call connects again (a late write would leak its connection)
         self._conn: Any = self._connect()
-        self._sender = _Sender(url, self.shown, self._options, self._watchdog)
+        self._sender = _Sender(self.url, self.shown, self._options, self._watchdog, self.pooled)
         try:
             self._prepare()
         except BaseException:
@@ -112,7 +119,7 @@ class PostgresStore(SqlStore):
         conn = connect(self.url, self.shown, self._options, row_factory=dict_row)
         with self._watchdog.socket_call(conn.pgconn.socket, self.timeout + CUT_AFTER) as watch:
             try:
-                return bounded(conn, self.timeout)
+                return conn if self.pooled else bounded(conn, self.timeout)
             except psycopg.Error as exc:
                 conn.close()
                 raise failure(exc, watch, self.shown, self.url) from exc
@@ -190,15 +197,19 @@ class PostgresStore(SqlStore):
     @contextmanager
     def starting(self, run_id: str) -> Iterator[None]:
         """Hold `run_id` while a start with that id prepares and stores it: another start of it, from
-        any process, is refused (`StartingNow`) before it prepares. A session advisory lock on a
-        connection of its own, let go with it (a process that dies lets go too)."""
+        any process, is refused (`StartingNow`) before it prepares. A transaction's advisory lock on a
+        connection of its own, the transaction left open meanwhile (a pooler in transaction mode keeps
+        its server connection this client's only while it is: a session's lock would stay on a server
+        connection other clients then use), let go at its end (a process that dies lets go too)."""
         import psycopg
 
         conn = self._connect_again()
         try:
             with self._watchdog.socket_call(conn.pgconn.socket, self._allowance) as watch:
                 try:
-                    held = conn.execute("SELECT pg_try_advisory_lock(%s) AS held", (_start_key(run_id),))
+                    conn.execute("BEGIN")
+                    conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")  # prepare may be long
+                    held = conn.execute("SELECT pg_try_advisory_xact_lock(%s) AS held", (_start_key(run_id),))
                     free = bool(held.fetchone()["held"])
                 except psycopg.Error as exc:
                     raise failure(exc, watch, self.shown, self.url) from exc
@@ -210,7 +221,7 @@ class PostgresStore(SqlStore):
                 )
             yield
         finally:
-            conn.close()
+            _let_go(conn, self._watchdog, self._allowance)
 
     def _execute(self, sql: str, params: Sequence[Any], retry: bool) -> Any:
         with self._lock:
@@ -331,9 +342,23 @@ class PostgresStore(SqlStore):
         self._watchdog.close()
 
 
-def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
+def pool_mode(url: str, shown: str) -> tuple[str, bool]:
+    """`url` without Endstate's `pool_mode` option, and whether it says `transaction` (a pooler that
+    gives each transaction any server connection); a `StoreError` for a value it cannot be."""
+    rest, mode = take_option(url, POOL_MODE)
+    if mode is not None and mode not in POOL_MODES:
+        raise StoreError(
+            f"the PostgreSQL store URL {shown} has pool_mode={mode!r}: it takes pool_mode=transaction "
+            "(a pooler such as PgBouncer in transaction mode between Endstate and the server) "
+            "or pool_mode=session"
+        )
+    return rest, mode == "transaction"
+
+
+def connect_options(url: str, shown: str, timeout: float, pooled: bool = False) -> dict[str, Any]:
     """What each connection is opened with besides the URL: a connect timeout of `timeout` and TCP
-    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it."""
+    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it; behind
+    a pooler in transaction mode (`pooled`), no statement psycopg prepares on the server."""
     from psycopg.conninfo import conninfo_to_dict
 
     try:
@@ -342,7 +367,8 @@ def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
         raise StoreError(f"the PostgreSQL store URL {shown} cannot be read: {said(str(exc), url)}") from exc
     wanted = {"connect_timeout": max(1, math.ceil(timeout)), **KEEPALIVES}
     wanted["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
-    return {k: v for k, v in wanted.items() if k not in given}
+    options: dict[str, Any] = {k: v for k, v in wanted.items() if k not in given}
+    return {**options, "prepare_threshold": None} if pooled else options
 
 
 def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:
@@ -388,7 +414,7 @@ def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
     sqlstate = getattr(exc, "sqlstate", None)
     return StoreError(
         f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{lock_hint(sqlstate)}"
-        f"{timeout_hint(sqlstate)}"
+        f"{timeout_hint(sqlstate)}{pool_hint(sqlstate)}"
     )
 
 
@@ -396,6 +422,18 @@ def sqlstate_of(exc: BaseException | None) -> str | None:
     """The SQLSTATE of a psycopg error (None for anything else)."""
     sqlstate = getattr(exc, "sqlstate", None)
     return sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
+
+
+def pool_hint(sqlstate: str | bytes | None) -> str:
+    """What to do when a prepared statement was missing or there already: a pooler in transaction
+    mode (PgBouncer's `pool_mode = transaction`) between Endstate and the server; '' otherwise."""
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) not in PREPARED_ELSEWHERE:
+        return ""
+    return (
+        "; a connection pooler in transaction mode (PgBouncer's pool_mode = transaction) gives each "
+        "transaction another server connection: add ?pool_mode=transaction to the store URL, or pool "
+        "Endstate's connections in session mode"
+    )
 
 
 def timeout_hint(sqlstate: str | bytes | None) -> str:
@@ -444,6 +482,20 @@ def lock_hint(sqlstate: str | bytes | None) -> str:
         "; another database session holds a lock on the run store's rows (an open transaction?): "
         "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it"
     )
+
+
+def _let_go(conn: Any, watchdog: Watchdog, allowance: float) -> None:
+    """End `starting`'s transaction and close its connection (a pooler keeps a server connection
+    whose client left inside a transaction from the pool: it closes it)."""
+    import psycopg
+
+    try:
+        with watchdog.socket_call(conn.pgconn.socket, allowance):
+            conn.execute("ROLLBACK")
+    except (psycopg.Error, OSError, ValueError):
+        pass  # the connection broke: the server ended the transaction, and its lock, with it
+    finally:
+        conn.close()
 
 
 def _start_key(run_id: str) -> int:
@@ -537,8 +589,10 @@ class _Sender:
     statement shape (a checkpoint of n entries) is prepared once per connection, the first time it
     is sent: a round trip waited for then, and the server does not plan it again."""
 
-    def __init__(self, url: str, shown: str, options: dict[str, Any], watchdog: Watchdog) -> None:
-        self._url, self._shown, self._options = url, shown, options
+    def __init__(
+        self, url: str, shown: str, options: dict[str, Any], watchdog: Watchdog, pooled: bool = False
+    ) -> None:
+        self._url, self._shown, self._options, self._pooled = url, shown, options, pooled
         self._watchdog, self._wait = watchdog, watchdog.period  # a call's allowance: see `PostgresStore`
         self._lock = threading.Lock()
         self._conn: Any = None
@@ -574,7 +628,11 @@ class _Sender:
         except StoreError as exc:  # no server to connect to: sending again would not help
             return exc, False
         try:
-            pgconn.send_query_prepared(self._prepare(pgconn, sent), [_text(p) for p in sent.params])
+            params = [_text(p) for p in sent.params]
+            if self._pooled:  # behind a pooler in transaction mode: an unnamed statement, in one go
+                pgconn.send_query_params(_numbered(sent.sql).encode(), params)
+            else:
+                pgconn.send_query_prepared(self._prepare(pgconn, sent), params)
         except StoreTimeout as exc:  # the server hangs: it would keep a second try waiting too
             return exc, False
         except StoreError as exc:
@@ -644,6 +702,7 @@ class _Sender:
                     return WriteRefused(f"the run store refused a write: {message}")
                 return StoreError(
                     f"the PostgreSQL run store {self._shown} failed: {message}{lock_hint(sqlstate)}"
+                    f"{pool_hint(sqlstate)}"
                 )
         return StoreError(f"the PostgreSQL run store {self._shown} gave no result for a checkpoint")
 
@@ -662,7 +721,8 @@ class _Sender:
             self._conn = connect(self._url, self._shown, self._options)
             with self._watchdog.socket_call(self._conn.pgconn.socket, self._wait) as watch:
                 try:
-                    bounded(self._conn, self._wait - CUT_AFTER)
+                    if not self._pooled:  # a session setting would stay on a pooled server connection
+                        bounded(self._conn, self._wait - CUT_AFTER)
                 except psycopg.Error as exc:
                     self._conn.close()
                     raise failure(exc, watch, self._shown, self._url) from exc
@@ -682,7 +742,7 @@ class _Sender:
             if res.status != pq.ExecStatus.COMMAND_OK:
                 sent.sqlstate = (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
                 message = said((res.error_message or b"").decode(errors="replace"), self._url)
-                raise failure(StoreError(message), watch, self._shown, self._url)
+                raise failure(StoreError(message + pool_hint(sent.sqlstate)), watch, self._shown, self._url)
             self._prepared[sql] = name
         return name
 

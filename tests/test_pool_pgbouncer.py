@@ -1,0 +1,193 @@
+"""The PostgreSQL store behind a real PgBouncer (Debian's 1.18), as many teams run it (pool).
+
+In `pool_mode = transaction` PgBouncer gives each transaction whichever server connection is free:
+what a session keeps (prepared statements, advisory locks, `SET`) is not the client's any more. The
+store's named prepared statements then clashed with another client's ("prepared statement
+endstate_checkpoint_0 already exists") at the first checkpoint of the second store, and its start
+lock stayed on a server connection that other clients then used. With `?pool_mode=transaction` on
+the URL it uses none of these; without it, a pooler's error says to add it. `pool_mode = session`
+works as a direct connection does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pg
+import psycopg
+import pytest
+from pgbouncer import PgBouncer
+from test_runner_agents import (
+    a_run_whose_worker_died,
+    catalog,
+    counted,
+    counter_state,
+    lease_ran_out,
+)
+from test_service_support import Server, wait_status
+from test_store import checkpoint_of, lease, suspended
+
+from agent.durable.runner import Runner
+from agent.durable.store import NewRun, StartingNow, StoreError, open_store
+from agent.result import StopReason
+
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture(scope="module")
+def transaction_pool() -> Iterator[PgBouncer]:
+    bouncer = PgBouncer(pg.shared_server(), "transaction", pool_size=4)
+    yield bouncer
+    bouncer.stop()
+
+
+@pytest.fixture(scope="module")
+def session_pool() -> Iterator[PgBouncer]:
+    bouncer = PgBouncer(pg.shared_server(), "session", pool_size=8)
+    yield bouncer
+    bouncer.stop()
+
+
+def pooled(bouncer: PgBouncer, option: str = "?pool_mode=transaction") -> str:
+    """A fresh database's URL through `bouncer`, with `option`."""
+    return bouncer.url(pg.shared_server().new_database()) + option
+
+
+def asked_and_answered(url: str, folder: Path, task: str) -> list[StopReason]:
+    """A counter run started on its own store object (as a process would), suspended, then answered
+    from another store object: the reasons of its two segments."""
+    runner = Runner(open_store(url), catalog())
+    try:
+        asked = asyncio.run(runner.start("counter", task, state=counter_state(folder, "ask")))
+    finally:
+        runner.store.close()
+    runner = Runner(open_store(url), catalog())
+    try:
+        answered = asyncio.run(runner.resume(asked.run_id, "2"))
+    finally:
+        runner.store.close()
+    return [asked.reason, answered.reason]
+
+
+def test_runs_checkpoint_suspend_and_are_answered_through_transaction_pooling(
+    transaction_pool: PgBouncer, tmp_path: Path
+) -> None:
+    url = pooled(transaction_pool)
+    for i in range(3):  # one after another: each store finds the server connections the last one used
+        assert asked_and_answered(url, tmp_path / f"seq{i}", f"t{i}") == [
+            StopReason.NEED_HELP,
+            StopReason.SUCCESS,
+        ]
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:  # more stores than server connections
+        done = list(pool.map(lambda i: asked_and_answered(url, tmp_path / f"par{i}", f"p{i}"), range(6)))
+    assert done == [[StopReason.NEED_HELP, StopReason.SUCCESS]] * 6
+    for i in range(3):
+        assert counted(tmp_path / f"seq{i}") == [1, 2]
+
+
+def test_a_run_whose_worker_died_is_recovered_through_transaction_pooling(
+    transaction_pool: PgBouncer, tmp_path: Path
+) -> None:
+    url = pooled(transaction_pool)
+    job = a_run_whose_worker_died(url, tmp_path / "r")
+    lease_ran_out(url, job)
+    runner = Runner(open_store(url), catalog())
+    try:
+        results = asyncio.run(runner.recover())
+    finally:
+        runner.store.close()
+    assert [r.reason for r in results] == [StopReason.SUCCESS]
+
+
+def test_without_the_option_a_prepared_statement_clash_says_what_to_do(
+    transaction_pool: PgBouncer, make_agent: Any
+) -> None:
+    url = pooled(transaction_pool, option="")
+    snap = suspended(make_agent, "r").snapshot
+    assert snap is not None
+    stores: list[Any] = []
+    try:
+        with pytest.raises(StoreError) as failed:
+            for i in range(transaction_pool.pool_size + 1):  # a server connection prepared by two of them
+                store: Any = open_store(url)
+                stores.append(store)
+                store.create(NewRun(f"r{i}", "test-agent", "t", "default", {}), lease(), NOW)
+                store.send_checkpoint(f"r{i}", checkpoint_of(snap), lease(), NOW).result()
+        said = str(failed.value)
+        assert "prepared statement" in said
+        assert "pool_mode=transaction" in said and "session" in said
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_start_holds_its_run_id_through_transaction_pooling(transaction_pool: PgBouncer) -> None:
+    url = pooled(transaction_pool)
+    first: Any = open_store(url)
+    second: Any = open_store(url)
+    try:
+        with first.starting("x"):
+            # the second may land on the server connection the first used
+            with pytest.raises(StartingNow), second.starting("x"):
+                pass
+            with second.starting("y"):
+                pass
+        for _ in range(transaction_pool.pool_size + 1):  # let go on every server connection
+            with second.starting("x"):
+                pass
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_store_leaves_no_session_setting_on_a_shared_server_connection(
+    transaction_pool: PgBouncer,
+) -> None:
+    url = pooled(transaction_pool)
+    store: Any = open_store(url)
+    try:
+        store.create(NewRun("r", "test-agent", "t", "default", {}), lease(), NOW)
+    finally:
+        store.close()
+    bare = transaction_pool.url(url.partition("?")[0])
+    with psycopg.connect(bare, autocommit=True, prepare_threshold=None) as conn:
+        for _ in range(transaction_pool.pool_size):
+            row = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
+            assert row is not None and row[0] == "0"
+
+
+def test_runs_are_answered_through_session_pooling_with_a_plain_url(
+    session_pool: PgBouncer, tmp_path: Path
+) -> None:
+    url = pooled(session_pool, option="")
+    for i in range(3):
+        assert asked_and_answered(url, tmp_path / f"s{i}", f"s{i}") == [
+            StopReason.NEED_HELP,
+            StopReason.SUCCESS,
+        ]
+
+
+def test_serve_starts_and_answers_runs_through_transaction_pooling(
+    transaction_pool: PgBouncer, tmp_path: Path
+) -> None:
+    url = pooled(transaction_pool)
+    body = {"agent": "counter", "task": "count", "state": counter_state(tmp_path / "q", "ask")}
+    with Server(url, tmp_path, catalog="test_runner_agents:catalog") as server:
+        with server.client() as api:
+            run_id = api.post("/runs", json=body).json()["run_id"]
+            wait_status(api, run_id, "waiting")
+            assert api.post(f"/runs/{run_id}/answer", json={"answer": "2"}).status_code == 202
+            assert wait_status(api, run_id, "finished")["stop_reason"] == "success"
+        said = server.log.read_text()
+    assert counted(tmp_path / "q") == [1, 2]
+    assert "Traceback" not in said and "failed" not in said, said
+
+
+def test_a_pool_mode_the_store_does_not_know_is_refused_saying_which_it_takes() -> None:
+    with pytest.raises(StoreError, match=r"pool_mode=transaction .* or pool_mode=session") as refused:
+        open_store("postgresql://app:s3cret-pw@127.0.0.1:1/db?sslmode=disable&pool_mode=statement")
+    assert "'statement'" in str(refused.value) and "s3cret-pw" not in str(refused.value)
