@@ -22,6 +22,7 @@ from agent.durable.store._sql import (
     SqlStore,
     checkpoint_rows,
     checkpoint_update,
+    latest_version,
     lease_lost,
 )
 from agent.durable.store.base import (
@@ -49,6 +50,8 @@ READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transact
 # A named prepared statement missing (26000) or already there (42P05): a pooler in transaction mode
 # gave the statement another client's server connection.
 PREPARED_ELSEWHERE = ("26000", "42P05")
+NO_PRIVILEGE = "42501"  # insufficient_privilege: a role that may not create, or read or write, a table
+GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
 # Endstate's own URL option (taken out before libpq reads the URL): `?pool_mode=transaction` when a
 # pooler (PgBouncer's `pool_mode = transaction`) gives each transaction any server connection.
 POOL_MODE = "pool_mode"
@@ -133,8 +136,34 @@ class PostgresStore(SqlStore):
         allowance, self._allowance = self._allowance, MIGRATION_SECONDS
         try:
             self._migrate()
+        except StoreError as exc:
+            if sqlstate_of(exc.__cause__) != NO_PRIVILEGE:
+                raise
+            raise StoreError(self._may_not_migrate(exc.__cause__)) from exc
         finally:
             self._allowance = allowance
+
+    def _may_not_migrate(self, cause: BaseException | None) -> str:
+        """What to do when the store's role may not migrate its schema (a least-privilege app role, its
+        tables made by their owner): open it once as the owner, then grant the role the new tables."""
+        found = self._rows(
+            "SELECT current_user AS role, current_schema() AS schema, to_regclass(?) IS NOT NULL AS e",
+            (SCHEMA_TABLE,),
+        )[0]
+        role, schema = found["role"], found["schema"]
+        where = "it has no tables yet"
+        if found["e"]:
+            where = f"its tables are at schema version {self.schema_version()}, and this Endstate needs "
+            where += str(latest_version(self.dialect))
+        return (
+            f"the PostgreSQL run store {self.shown}: the role {role!r} may not migrate it ({where}; "
+            f"{said(str(cause), self.url)}). "
+            "Nothing was changed. Open it once with this Endstate as the role that owns its tables (or may "
+            "create them): any command migrates it, `endstate runs --store 'postgresql://OWNER@HOST/DB'`. "
+            f"Then give {role} the tables a migration made: {GRANT.format(schema=schema, role=role)} (as "
+            f"the owner, ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT, INSERT, UPDATE, DELETE "
+            f"ON TABLES TO {role} grants the tables of later migrations too)"
+        )
 
     def _up_to_date(self) -> bool:
         """True when every migration is applied (a newer schema is not: `_migrate` refuses it)."""
@@ -414,7 +443,7 @@ def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
     sqlstate = getattr(exc, "sqlstate", None)
     return StoreError(
         f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{lock_hint(sqlstate)}"
-        f"{timeout_hint(sqlstate)}{pool_hint(sqlstate)}"
+        f"{timeout_hint(sqlstate)}{pool_hint(sqlstate)}{privilege_hint(sqlstate)}"
     )
 
 
@@ -422,6 +451,18 @@ def sqlstate_of(exc: BaseException | None) -> str | None:
     """The SQLSTATE of a psycopg error (None for anything else)."""
     sqlstate = getattr(exc, "sqlstate", None)
     return sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
+
+
+def privilege_hint(sqlstate: str | bytes | None) -> str:
+    """What to do when the store's role may not read or write one of its tables (one a migration made
+    after the role was granted the others, say); '' for any other failure."""
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != NO_PRIVILEGE:
+        return ""
+    return (
+        "; the store's role lacks a privilege on its tables: as their owner, "
+        f"{GRANT.format(schema='public', role='<the role>')} (the schema that holds them), and "
+        "ALTER DEFAULT PRIVILEGES to grant the tables of later migrations too"
+    )
 
 
 def pool_hint(sqlstate: str | bytes | None) -> str:
@@ -702,7 +743,7 @@ class _Sender:
                     return WriteRefused(f"the run store refused a write: {message}")
                 return StoreError(
                     f"the PostgreSQL run store {self._shown} failed: {message}{lock_hint(sqlstate)}"
-                    f"{pool_hint(sqlstate)}"
+                    f"{pool_hint(sqlstate)}{privilege_hint(sqlstate)}"
                 )
         return StoreError(f"the PostgreSQL run store {self._shown} gave no result for a checkpoint")
 
