@@ -297,7 +297,7 @@ class PostgresStore(SqlStore):
     def _send(self, sql: str, params: Sequence[Any]) -> Any:
         import psycopg
 
-        if self._conn.closed or self._conn.broken:
+        if self._conn.closed or self._conn.broken or (not self._in_tx and ended_while_idle(self._conn)):
             self._conn = self._connect_again()
         with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
             try:
@@ -326,7 +326,7 @@ class PostgresStore(SqlStore):
         import psycopg
 
         with self._lock:
-            if self._conn.closed or self._conn.broken:
+            if self._conn.closed or self._conn.broken or ended_while_idle(self._conn):
                 self._conn = self._connect_again()
             # the whole transaction within the allowance: BEGIN and COMMIT are calls too
             with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
@@ -398,6 +398,26 @@ def connect_options(url: str, shown: str, timeout: float, pooled: bool = False) 
     wanted["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
     options: dict[str, Any] = {k: v for k, v in wanted.items() if k not in given}
     return {**options, "prepare_threshold": None} if pooled else options
+
+
+def ended_while_idle(conn: Any) -> bool:
+    """True when the server ended `conn` while it sat idle (its `idle_session_timeout`, a backend an
+    operator terminated, a pooler's `client_idle_timeout`): it sent its last word and closed, which
+    the connection learns only when it reads. A statement not sent yet goes on a new connection
+    rather than failing on this one. One `select` that does not wait, when nothing came."""
+    from psycopg import pq
+
+    pgconn = conn.pgconn
+    try:
+        for _ in range(3):  # the farewell, then the end of the stream (a notice: then nothing more)
+            if not select.select([pgconn.socket], [], [], 0)[0]:
+                return False
+            pgconn.consume_input()
+            if pgconn.status != pq.ConnStatus.OK:
+                return True
+    except Exception:  # psycopg.OperationalError: the socket is gone
+        return True
+    return False
 
 
 def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:

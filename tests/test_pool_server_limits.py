@@ -1,0 +1,74 @@
+"""The PostgreSQL store under the limits a DBA sets on the server (pool).
+
+`idle_session_timeout` (PostgreSQL 14+) ends a connection left idle that long: the store's next call
+found out only by sending its statement, which failed ("terminating connection due to idle-session
+timeout"): a service idle for a while refused the next start with a 503. The store now sees the
+connection ended before it sends, and connects again. A start's hold on its run id (see
+`PostgresStore.starting`) outlives both idle timeouts. A `statement_timeout` the role sets says
+where to raise it, not only `--store-timeout`, which does not change it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pg
+import psycopg
+import pytest
+from test_runner_agents import catalog, counted, counter_state
+
+from agent.durable.runner import Runner
+from agent.durable.store import StartingNow, open_store
+from agent.result import StopReason
+
+IDLE = 0.3  # seconds: the idle timeouts these tests set
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    yield pg.shared_server().new_database()
+
+
+def database_sets(url: str, **settings: str) -> None:
+    """`ALTER DATABASE ... SET` each setting, for every session that begins after this."""
+    with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as conn:
+        for name, value in settings.items():
+            conn.execute(f"ALTER DATABASE {url.rpartition('/')[2]} SET {name} = '{value}'")
+
+
+def test_a_connection_the_server_ended_for_idling_is_replaced_before_the_next_call(
+    url: str, tmp_path: Path
+) -> None:
+    open_store(url).close()
+    database_sets(url, idle_session_timeout=f"{round(IDLE * 1000)}ms")
+    runner = Runner(open_store(url), catalog())
+    try:
+        for i in range(2):  # each call after an idle spell: a start, an answer
+            time.sleep(IDLE * 2)
+            asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / f"r{i}", "ask")))
+            assert asked.reason is StopReason.NEED_HELP, asked.note
+            time.sleep(IDLE * 2)
+            assert asyncio.run(runner.resume(asked.run_id, "2")).reason is StopReason.SUCCESS
+            assert counted(tmp_path / f"r{i}") == [1, 2]
+    finally:
+        runner.store.close()
+
+
+def test_a_start_holds_its_run_id_past_the_servers_idle_timeouts(url: str) -> None:
+    open_store(url).close()
+    idle = f"{round(IDLE * 1000)}ms"
+    database_sets(url, idle_session_timeout=idle, idle_in_transaction_session_timeout=idle)
+    first, second = open_store(url), open_store(url)
+    try:
+        with first.starting("x"):  # type: ignore[attr-defined]
+            time.sleep(IDLE * 3)  # its catalog's prepare runs
+            with pytest.raises(StartingNow), second.starting("x"):  # type: ignore[attr-defined]
+                pass
+        with second.starting("x"):  # type: ignore[attr-defined]
+            pass
+    finally:
+        first.close()
+        second.close()
