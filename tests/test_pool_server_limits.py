@@ -21,7 +21,7 @@ import pytest
 from test_runner_agents import catalog, counted, counter_state
 
 from agent.durable.runner import Runner
-from agent.durable.store import StartingNow, open_store
+from agent.durable.store import RunStatus, StartingNow, StoreError, open_store
 from agent.result import StopReason
 
 IDLE = 0.3  # seconds: the idle timeouts these tests set
@@ -72,3 +72,34 @@ def test_a_start_holds_its_run_id_past_the_servers_idle_timeouts(url: str) -> No
     finally:
         first.close()
         second.close()
+
+
+def test_a_statement_timeout_the_role_sets_says_where_to_raise_it(url: str, tmp_path: Path) -> None:
+    runner = Runner(open_store(url), catalog())
+    try:
+        asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "r", "ask")))
+    finally:
+        runner.store.close()
+    database_sets(url, statement_timeout="300ms")
+    runner = Runner(open_store(url), catalog())
+    try:
+        with psycopg.connect(url) as holder:  # an open transaction holds the run's row past it
+            holder.execute("SELECT 1 FROM endstate_runs WHERE run_id = %s FOR UPDATE", (asked.run_id,))
+            with pytest.raises(StoreError, match="statement timeout") as refused:
+                asyncio.run(runner.resume(asked.run_id, "2"))
+        said = str(refused.value)
+        assert "ALTER ROLE" in said and "options=-c%20statement_timeout" in said
+        record = runner.store.get(asked.run_id)
+        assert record is not None and record.status is RunStatus.WAITING  # nothing changed
+        assert asyncio.run(runner.resume(asked.run_id, "2")).reason is StopReason.SUCCESS
+    finally:
+        runner.store.close()
+
+
+def test_a_url_may_raise_the_statement_timeout_as_the_hint_says(url: str) -> None:
+    database_sets(url, statement_timeout="300ms")
+    store = open_store(url + "?options=-c%20statement_timeout%3D5s")
+    try:
+        assert store._rows("SELECT pg_sleep(0.5), 1 AS n")[0]["n"] == 1  # type: ignore[attr-defined]
+    finally:
+        store.close()

@@ -502,8 +502,10 @@ def timeout_hint(sqlstate: str | bytes | None) -> str:
     if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != STATEMENT_TIMED_OUT:
         return ""
     return (
-        "; the statement ran past the store's timeout (its statement_timeout): if the server is only "
-        "slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), or set statement_timeout in the URL"
+        "; the statement ran past its statement_timeout (it changed nothing). If the server is only slow, "
+        "raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), which Endstate sets it to unless the role or "
+        "database sets it (ALTER ROLE ... SET statement_timeout: raise it there) or the URL does "
+        "(?options=-c%20statement_timeout%3D30s, which overrides the role's)"
     )
 
 
