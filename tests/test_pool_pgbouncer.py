@@ -191,3 +191,20 @@ def test_a_pool_mode_the_store_does_not_know_is_refused_saying_which_it_takes() 
     with pytest.raises(StoreError, match=r"pool_mode=transaction .* or pool_mode=session") as refused:
         open_store("postgresql://app:s3cret-pw@127.0.0.1:1/db?sslmode=disable&pool_mode=statement")
     assert "'statement'" in str(refused.value) and "s3cret-pw" not in str(refused.value)
+
+
+def test_a_role_without_timeouts_behind_transaction_pooling_is_warned_of(
+    transaction_pool: PgBouncer, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = pooled(transaction_pool)
+    open_store(url).close()
+    warned = [r.getMessage() for r in caplog.records if "pool_mode=transaction" in r.getMessage()]
+    assert len(warned) == 1 and "statement_timeout and lock_timeout" in warned[0]
+    assert "ALTER ROLE postgres SET statement_timeout = '10s'" in warned[0]
+    caplog.clear()
+    bounded = pg.shared_server().new_database()  # set before PgBouncer opens a connection to it
+    with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {bounded.rpartition('/')[2]} SET statement_timeout = '10s'")
+        conn.execute(f"ALTER DATABASE {bounded.rpartition('/')[2]} SET lock_timeout = '5s'")
+    open_store(transaction_pool.url(bounded) + "?pool_mode=transaction").close()
+    assert not [r for r in caplog.records if "pool_mode=transaction" in r.getMessage()]

@@ -24,6 +24,7 @@ from agent.durable.store._sql import (
     checkpoint_update,
     latest_version,
     lease_lost,
+    log,
 )
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
@@ -110,6 +111,8 @@ class PostgresStore(SqlStore):
         self._sender = _Sender(self.url, self.shown, self._options, self._watchdog, self.pooled)
         try:
             self._prepare()
+            if self.pooled:
+                self._say_unbounded()
         except BaseException:
             self._conn.close()
             self._watchdog.close()
@@ -164,6 +167,31 @@ class PostgresStore(SqlStore):
             f"the owner, ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT, INSERT, UPDATE, DELETE "
             f"ON TABLES TO {role} grants the tables of later migrations too)"
         )
+
+    def _say_unbounded(self) -> None:
+        """Behind a pooler in transaction mode the store sets no session setting: warn when neither the
+        role nor the database bounds statements and lock waits, as the store does on its own otherwise
+        (a statement whose call was cut after --store-timeout would otherwise still run, and land)."""
+        row = self._rows(
+            "SELECT current_user AS role, current_setting('statement_timeout') AS st, "
+            "current_setting('lock_timeout') AS lt"
+        )[0]
+        unset = [
+            name for name, key in (("statement_timeout", "st"), ("lock_timeout", "lt")) if row[key] == "0"
+        ]
+        if unset:
+            log.warning(
+                "the PostgreSQL run store %s is opened with pool_mode=transaction, where Endstate cannot set "
+                "%s for its connections: set them for its role (ALTER ROLE %s SET statement_timeout = '%gs'; "
+                "ALTER ROLE %s SET lock_timeout = '%s'), or a statement whose call gave up after "
+                "--store-timeout may still run and land",
+                self.shown,
+                " and ".join(unset),
+                row["role"],
+                self.timeout,
+                row["role"],
+                LOCK_TIMEOUT,
+            )
 
     def _up_to_date(self) -> bool:
         """True when every migration is applied (a newer schema is not: `_migrate` refuses it)."""
