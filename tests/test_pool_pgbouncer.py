@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from test_runner_agents import (
     counter_state,
     lease_ran_out,
 )
-from test_service_support import Server, wait_status
+from test_service_support import Server, endstate, spawn, wait_for, wait_status
 from test_store import checkpoint_of, lease, suspended
 
 from agent.durable.runner import Runner
@@ -36,6 +38,7 @@ from agent.durable.store import NewRun, StartingNow, StoreError, open_store
 from agent.result import StopReason
 
 NOW = 1_800_000_000.0
+CATALOG = "test_runner_agents:catalog"
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +211,37 @@ def test_a_role_without_timeouts_behind_transaction_pooling_is_warned_of(
         conn.execute(f"ALTER DATABASE {bounded.rpartition('/')[2]} SET lock_timeout = '5s'")
     open_store(transaction_pool.url(bounded) + "?pool_mode=transaction").close()
     assert not [r for r in caplog.records if "pool_mode=transaction" in r.getMessage()]
+
+
+def test_a_worker_killed_mid_run_through_transaction_pooling_is_recovered(
+    transaction_pool: PgBouncer, tmp_path: Path
+) -> None:
+    url = pooled(transaction_pool)
+    folder = tmp_path / "run"
+    state = counter_state(folder, "hang")
+    (folder / "hang.flag").write_text("block")  # the third turn's hang() blocks until this is removed
+    proc = spawn(
+        "start", "counter", "count to five", "--state", json.dumps(state), "--catalog", CATALOG,
+        store=url, log=tmp_path / "start.log",
+    )  # fmt: skip
+    try:
+        wait_for(lambda: counted(folder) == [1, 2, 3], what="three counts")
+        wait_for(lambda: _turns(url) == 3, what="the third turn's checkpoint")
+    finally:
+        proc.kill()  # SIGKILL, with PgBouncer holding its connections
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    (folder / "hang.flag").unlink()
+    done = endstate("recover", "--catalog", CATALOG, store=url)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "1 run recovered or swept" in done.stdout
+    assert counted(folder) == [1, 2, 3, 4, 5]  # count(3), recorded, is not run again
+
+
+def _turns(url: str) -> int:
+    store = open_store(url)
+    try:
+        runs = store.list_runs(limit=None)
+        return runs[0].turns if runs else 0
+    finally:
+        store.close()
