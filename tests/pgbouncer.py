@@ -1,6 +1,7 @@
 """A real PgBouncer in front of the tests' PostgreSQL server, on a free loopback port.
 
-`PgBouncer(server, pool_mode)` writes its own config and auth file in a temporary folder and runs
+`PgBouncer(server, pool_mode, extra=...)` (`extra`: more lines of its `[pgbouncer]` section) writes
+its own config and auth file in a temporary folder and runs
 Debian's `pgbouncer` (1.18) in the foreground, as the `postgres` user when the tests run as root
 (PgBouncer refuses root); `url(database_url)` is that database's URL through it, `stop()` stops it
 and removes the folder. A missing binary fails the test (install it: `apt-get install -y pgbouncer`).
@@ -38,9 +39,9 @@ def pgbouncer_bin() -> str:
 class PgBouncer:
     """One PgBouncer process pooling connections to `server` in `pool_mode` (transaction or session)."""
 
-    def __init__(self, server: PostgresServer, pool_mode: str, pool_size: int = 4) -> None:
+    def __init__(self, server: PostgresServer, pool_mode: str, pool_size: int = 4, extra: str = "") -> None:
         self._bin = pgbouncer_bin()
-        self.server, self.pool_mode, self.pool_size = server, pool_mode, pool_size
+        self.server, self.pool_mode, self.pool_size, self.extra = server, pool_mode, pool_size, extra
         self.dir = Path(tempfile.mkdtemp(prefix="endstate-pgbouncer-"))
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -70,7 +71,7 @@ class PgBouncer:
             f"auth_type = trust\nauth_file = {self.dir / 'userlist.txt'}\n"
             f"pool_mode = {self.pool_mode}\ndefault_pool_size = {self.pool_size}\nmax_client_conn = 200\n"
             f"logfile = {self.dir / 'log'}\npidfile = {self.dir / 'pid'}\n"
-            "server_check_delay = 0\n"
+            "server_check_delay = 0\n" + self.extra
         )
 
     def _start_on(self, port: int) -> None:
@@ -105,7 +106,7 @@ class PgBouncer:
         return (log.read_text(errors="replace") if log.exists() else "") + err
 
     def stop(self) -> None:
-        """Stop PgBouncer (SIGINT: at once, clients disconnected) and remove its folder."""
+        """Stop PgBouncer (SIGTERM: at once, clients disconnected) and remove its folder."""
         try:
             if self._proc is not None and self._proc.poll() is None:
                 self._proc.terminate()

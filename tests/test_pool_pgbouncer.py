@@ -15,6 +15,7 @@ import asyncio
 import concurrent.futures
 import json
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -245,3 +246,23 @@ def _turns(url: str) -> int:
         return runs[0].turns if runs else 0
     finally:
         store.close()
+
+
+def test_a_client_connection_pgbouncer_closed_for_idling_is_replaced_before_the_next_call(
+    tmp_path: Path,
+) -> None:
+    bouncer = PgBouncer(pg.shared_server(), "transaction", extra="client_idle_timeout = 1\n")
+    try:
+        url = pooled(bouncer)
+        runner = Runner(open_store(url), catalog())
+        try:
+            time.sleep(2.5)  # PgBouncer closes the store's connections (it looks every second or so)
+            asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "r", "ask")))
+            assert asked.reason is StopReason.NEED_HELP, asked.note
+            time.sleep(2.5)
+            assert asyncio.run(runner.resume(asked.run_id, "2")).reason is StopReason.SUCCESS
+        finally:
+            runner.store.close()
+    finally:
+        bouncer.stop()
+    assert counted(tmp_path / "r") == [1, 2]
