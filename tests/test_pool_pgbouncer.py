@@ -266,3 +266,17 @@ def test_a_client_connection_pgbouncer_closed_for_idling_is_replaced_before_the_
     finally:
         bouncer.stop()
     assert counted(tmp_path / "r") == [1, 2]
+
+
+def test_a_pool_whose_server_connections_starts_hold_says_so_when_a_call_gives_up() -> None:
+    bouncer = PgBouncer(pg.shared_server(), "transaction", pool_size=1)
+    try:
+        store: Any = open_store(pooled(bouncer), timeout=1)
+        try:
+            with store.starting("x"), pytest.raises(StoreError) as stalled:
+                store.get("x")  # waits in PgBouncer's queue for the one server connection, held
+        finally:
+            store.close()
+    finally:
+        bouncer.stop()
+    assert "default_pool_size" in str(stalled.value)

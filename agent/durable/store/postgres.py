@@ -57,6 +57,10 @@ GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} T
 # pooler (PgBouncer's `pool_mode = transaction`) gives each transaction any server connection.
 POOL_MODE = "pool_mode"
 POOL_MODES = ("session", "transaction")
+POOL_FULL = (
+    ", or a pooler whose server connections are all taken: each start being prepared holds one, so give "
+    "its pool more (PgBouncer's default_pool_size) than the starts prepared at once"
+)
 # TCP keepalives and the user timeout, unless the URL sets them: an idle connection to a peer that
 # vanished (no RST) is found dead within about a minute, and one whose sent data is not acknowledged
 # within `TCP_USER_TIMEOUT_MS` is closed by the kernel.
@@ -128,7 +132,7 @@ class PostgresStore(SqlStore):
                 return conn if self.pooled else bounded(conn, self.timeout)
             except psycopg.Error as exc:
                 conn.close()
-                raise failure(exc, watch, self.shown, self.url) from exc
+                raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
 
     def _prepare(self) -> None:
         """Migrate the schema if it is behind, one process at a time. Its statements get
@@ -269,7 +273,7 @@ class PostgresStore(SqlStore):
                     held = conn.execute("SELECT pg_try_advisory_xact_lock(%s) AS held", (_start_key(run_id),))
                     free = bool(held.fetchone()["held"])
                 except psycopg.Error as exc:
-                    raise failure(exc, watch, self.shown, self.url) from exc
+                    raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
             if not free:
                 raise StartingNow(
                     f"a run with id {run_id!r} is being started now, by another process (its catalog's "
@@ -338,7 +342,7 @@ class PostgresStore(SqlStore):
             except psycopg.errors.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except psycopg.Error as exc:
-                raise failure(exc, watch, self.shown, self.url) from exc
+                raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
@@ -363,7 +367,7 @@ class PostgresStore(SqlStore):
                         self._in_tx = True
                         yield
                 except psycopg.Error as exc:  # BEGIN or COMMIT on a connection that broke
-                    raise failure(exc, watch, self.shown, self.url) from exc
+                    raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
                 finally:
                     self._in_tx = False
 
@@ -479,14 +483,14 @@ def masked(url: str) -> str:
     )
 
 
-def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
+def failure(exc: Exception, watch: Watch, shown: str, url: str, pooled: bool = False) -> StoreError:
     """The `StoreError` for a call that failed: a `StoreTimeout` when the deadline cut it off."""
     if watch.cut:
         return StoreTimeout(
             f"the PostgreSQL run store {shown} did not answer within {watch.seconds:g} s, so its "
-            "connection was cut (a server that hangs without closing, or a network that drops packets); "
-            "the next call connects again. If the server is only slow, raise --store-timeout "
-            "(or $ENDSTATE_STORE_TIMEOUT)"
+            "connection was cut (a server that hangs without closing, or a network that drops packets"
+            f"{POOL_FULL if pooled else ''}); the next call connects again. If the server is only slow, "
+            "raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
         )
     sqlstate = getattr(exc, "sqlstate", None)
     return StoreError(
