@@ -78,13 +78,10 @@ class PgBouncer:
         config = self.dir / "pgbouncer.ini"
         config.write_text(self._config(port))
         as_user = {"user": "postgres", "group": "postgres"} if self._as_postgres else {}
-        self._proc = subprocess.Popen(
-            [self._bin, str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd=self.dir,
-            **as_user,
-        )
+        with (self.dir / "stderr").open("ab") as err:  # a file: a pipe nobody reads would fill and stall it
+            self._proc = subprocess.Popen(
+                [self._bin, str(config)], stdout=subprocess.DEVNULL, stderr=err, cwd=self.dir, **as_user
+            )
         self._reaper = Reaper(pids=[self._proc.pid], remove=[str(self.dir)])
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -101,9 +98,12 @@ class PgBouncer:
         raise RuntimeError(f"pgbouncer did not listen on {port} within 30 s: {self._said()[-2000:]}")
 
     def _said(self) -> str:
-        log = self.dir / "log"
-        err = self._proc.stderr.read().decode(errors="replace") if self._proc and self._proc.stderr else ""
-        return (log.read_text(errors="replace") if log.exists() else "") + err
+        said = [
+            path.read_text(errors="replace")
+            for path in (self.dir / "log", self.dir / "stderr")
+            if path.exists()
+        ]
+        return "".join(said)
 
     def stop(self) -> None:
         """Stop PgBouncer (SIGTERM: at once, clients disconnected) and remove its folder."""
@@ -115,8 +115,6 @@ class PgBouncer:
                 except subprocess.TimeoutExpired:
                     self._proc.kill()
                     self._proc.wait(timeout=10)
-            if self._proc is not None and self._proc.stderr is not None:
-                self._proc.stderr.close()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
             if self._reaper is not None:
