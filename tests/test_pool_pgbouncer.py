@@ -23,6 +23,7 @@ from typing import Any
 import pg
 import psycopg
 import pytest
+from old_stores import write_old_store
 from pgbouncer import PgBouncer
 from test_runner_agents import (
     a_run_whose_worker_died,
@@ -36,6 +37,7 @@ from test_store import checkpoint_of, lease, suspended
 
 from agent.durable.runner import Runner
 from agent.durable.store import NewRun, StartingNow, StoreError, open_store
+from agent.durable.store._sql import latest_version
 from agent.result import StopReason
 
 NOW = 1_800_000_000.0
@@ -280,3 +282,15 @@ def test_a_pool_whose_server_connections_starts_hold_says_so_when_a_call_gives_u
     finally:
         bouncer.stop()
     assert "default_pool_size" in str(stalled.value)
+
+
+def test_a_store_is_migrated_through_transaction_pooling(transaction_pool: PgBouncer, tmp_path: Path) -> None:
+    direct = pg.shared_server().new_database()
+    write_old_store(direct, 10, [])
+    url = transaction_pool.url(direct) + "?pool_mode=transaction"
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:  # three processes opening it at once
+        stores = list(pool.map(lambda _: open_store(url), range(3)))
+    for store in stores:
+        assert store.schema_version() == latest_version("postgres")
+        store.close()
+    assert asked_and_answered(url, tmp_path / "r", "t") == [StopReason.NEED_HELP, StopReason.SUCCESS]
