@@ -14,16 +14,19 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pg
 import psycopg
 import pytest
 from test_runner_agents import catalog, counted, counter_state
+from test_store import checkpoint_of, lease, suspended
 
 from agent.durable.runner import Runner
-from agent.durable.store import RunStatus, StartingNow, StoreError, open_store
+from agent.durable.store import NewRun, RunStatus, StartingNow, StoreError, open_store
 from agent.result import StopReason
 
+NOW = 1_800_000_000.0
 IDLE = 0.3  # seconds: the idle timeouts these tests set
 
 
@@ -101,5 +104,27 @@ def test_a_url_may_raise_the_statement_timeout_as_the_hint_says(url: str) -> Non
     store = open_store(url + "?options=-c%20statement_timeout%3D5s")
     try:
         assert store._rows("SELECT pg_sleep(0.5), 1 AS n")[0]["n"] == 1  # type: ignore[attr-defined]
+    finally:
+        store.close()
+
+
+def test_a_checkpoint_ended_at_the_statement_timeout_says_where_to_raise_it(
+    url: str, make_agent: Any
+) -> None:
+    store: Any = open_store(url)
+    store.create(NewRun("r1", "test-agent", "t", "default", {}), lease(), NOW)
+    store.close()
+    database_sets(url, statement_timeout="300ms")
+    snap = suspended(make_agent, "r1").snapshot
+    assert snap is not None
+    store = open_store(url)
+    try:
+        with psycopg.connect(url) as holder:  # an open transaction holds the run's row past it
+            holder.execute("SELECT 1 FROM endstate_runs WHERE run_id = 'r1' FOR UPDATE")
+            sent = store.send_checkpoint("r1", checkpoint_of(snap), lease(), NOW)
+            with pytest.raises(StoreError, match="statement timeout") as refused:
+                sent.result()
+        assert "ALTER ROLE ... SET statement_timeout" in str(refused.value)
+        assert store.snapshot("r1") is None  # nothing was written
     finally:
         store.close()

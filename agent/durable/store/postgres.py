@@ -493,16 +493,18 @@ def failure(exc: Exception, watch: Watch, shown: str, url: str, pooled: bool = F
             "raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
         )
     sqlstate = getattr(exc, "sqlstate", None)
-    return StoreError(
-        f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{lock_hint(sqlstate)}"
-        f"{timeout_hint(sqlstate)}{pool_hint(sqlstate)}{privilege_hint(sqlstate)}"
-    )
+    return StoreError(f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{hints(sqlstate)}")
 
 
 def sqlstate_of(exc: BaseException | None) -> str | None:
     """The SQLSTATE of a psycopg error (None for anything else)."""
     sqlstate = getattr(exc, "sqlstate", None)
     return sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
+
+
+def hints(sqlstate: str | bytes | None) -> str:
+    """What to do about a statement the server refused with `sqlstate`, when there is something to do."""
+    return lock_hint(sqlstate) + timeout_hint(sqlstate) + pool_hint(sqlstate) + privilege_hint(sqlstate)
 
 
 def privilege_hint(sqlstate: str | bytes | None) -> str:
@@ -796,8 +798,7 @@ class _Sender:
                 if sqlstate.startswith(b"23"):
                     return WriteRefused(f"the run store refused a write: {message}")
                 return StoreError(
-                    f"the PostgreSQL run store {self._shown} failed: {message}{lock_hint(sqlstate)}"
-                    f"{pool_hint(sqlstate)}{privilege_hint(sqlstate)}"
+                    f"the PostgreSQL run store {self._shown} failed: {message}{hints(sqlstate)}"
                 )
         return StoreError(f"the PostgreSQL run store {self._shown} gave no result for a checkpoint")
 
