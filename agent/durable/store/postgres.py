@@ -330,6 +330,7 @@ class PostgresStore(SqlStore):
         import psycopg
 
         if self._conn.closed or self._conn.broken or (not self._in_tx and ended_while_idle(self._conn)):
+            self._conn.close()  # its socket, whatever state libpq has it in
             self._conn = self._connect_again()
         with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
             try:
@@ -359,6 +360,7 @@ class PostgresStore(SqlStore):
 
         with self._lock:
             if self._conn.closed or self._conn.broken or ended_while_idle(self._conn):
+                self._conn.close()
                 self._conn = self._connect_again()
             # the whole transaction within the allowance: BEGIN and COMMIT are calls too
             with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
