@@ -42,6 +42,7 @@ from agent.result import StopReason
 
 NOW = 1_800_000_000.0
 CATALOG = "test_runner_agents:catalog"
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
