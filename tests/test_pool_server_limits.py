@@ -128,3 +128,22 @@ def test_a_checkpoint_ended_at_the_statement_timeout_says_where_to_raise_it(
         assert store.snapshot("r1") is None  # nothing was written
     finally:
         store.close()
+
+
+def test_a_lock_timeout_the_role_sets_says_where_to_raise_it(url: str, tmp_path: Path) -> None:
+    runner = Runner(open_store(url), catalog())
+    try:
+        asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "r", "ask")))
+    finally:
+        runner.store.close()
+    database_sets(url, lock_timeout="100ms")  # shorter than another worker's write may hold a row
+    runner = Runner(open_store(url), catalog())
+    try:
+        with psycopg.connect(url) as holder:
+            holder.execute("SELECT 1 FROM endstate_runs WHERE run_id = %s FOR UPDATE", (asked.run_id,))
+            with pytest.raises(StoreError, match="lock timeout") as refused:
+                asyncio.run(runner.resume(asked.run_id, "2"))
+        assert "ALTER ROLE ... SET lock_timeout" in str(refused.value)
+        assert asyncio.run(runner.resume(asked.run_id, "2")).reason is StopReason.SUCCESS
+    finally:
+        runner.store.close()

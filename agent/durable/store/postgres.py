@@ -579,7 +579,10 @@ def lock_hint(sqlstate: str | bytes | None) -> str:
         return ""
     return (
         "; another database session holds a lock on the run store's rows (an open transaction?): "
-        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it"
+        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it. "
+        f"If it held it only briefly (another worker's write), the wait was too short: Endstate waits "
+        f"{LOCK_TIMEOUT} unless the role or database sets lock_timeout (ALTER ROLE ... SET lock_timeout: "
+        "raise it there)"
     )
 
 
