@@ -295,3 +295,28 @@ def test_a_store_is_migrated_through_transaction_pooling(transaction_pool: PgBou
         assert store.schema_version() == latest_version("postgres")
         store.close()
     assert asked_and_answered(url, tmp_path / "r", "t") == [StopReason.NEED_HELP, StopReason.SUCCESS]
+
+
+@pytest.mark.parametrize(
+    ("url", "rest", "mode"),
+    [
+        (
+            "postgresql://a:p?w&x@h:6432/db?pool_mode=transaction",
+            "postgresql://a:p?w&x@h:6432/db",
+            "transaction",
+        ),
+        (
+            "postgresql://h/db?sslmode=require&pool_mode=session&x=1",
+            "postgresql://h/db?sslmode=require&x=1",
+            "session",
+        ),
+        ("postgresql://h/db?sslmode=require", "postgresql://h/db?sslmode=require", None),
+        ("postgresql://h/pool_mode=transaction", "postgresql://h/pool_mode=transaction", None),
+    ],
+)
+def test_the_pool_mode_option_is_taken_out_of_the_url_and_nothing_else(
+    url: str, rest: str, mode: str | None
+) -> None:
+    from agent.durable.store.urls import take_option
+
+    assert take_option(url, "pool_mode") == (rest, mode)
