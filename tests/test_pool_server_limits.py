@@ -147,3 +147,18 @@ def test_a_lock_timeout_the_role_sets_says_where_to_raise_it(url: str, tmp_path:
         assert asyncio.run(runner.resume(asked.run_id, "2")).reason is StopReason.SUCCESS
     finally:
         runner.store.close()
+
+
+def test_a_start_holding_its_run_id_holds_back_no_vacuum(url: str) -> None:
+    """The hold is a transaction left open while the start's prepare runs (up to 5 minutes): it keeps
+    no snapshot, so the server's vacuum may still remove the row versions the runs leave behind."""
+    store: Any = open_store(url)
+    try:
+        with store.starting("x"), psycopg.connect(url, autocommit=True) as look:
+            held = look.execute(
+                "SELECT backend_xmin FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state = 'idle in transaction'"
+            ).fetchall()
+        assert held == [(None,)]
+    finally:
+        store.close()

@@ -270,7 +270,10 @@ class PostgresStore(SqlStore):
                 try:
                     conn.execute("BEGIN")
                     conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")  # prepare may be long
-                    held = conn.execute("SELECT pg_try_advisory_xact_lock(%s) AS held", (_start_key(run_id),))
+                    # the key written out, not a parameter: a statement with parameters leaves its portal,
+                    # and the portal's snapshot, open until the transaction ends (holding back vacuum)
+                    key = int(_start_key(run_id))
+                    held = conn.execute(f"SELECT pg_try_advisory_xact_lock({key}) AS held")
                     free = bool(held.fetchone()["held"])
                 except psycopg.Error as exc:
                     raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
