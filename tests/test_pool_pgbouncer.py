@@ -320,3 +320,24 @@ def test_the_pool_mode_option_is_taken_out_of_the_url_and_nothing_else(
     from agent.durable.store.urls import take_option
 
     assert take_option(url, "pool_mode") == (rest, mode)
+
+
+def test_without_the_option_no_statement_runs_under_a_name_another_client_prepared(
+    transaction_pool: PgBouncer,
+) -> None:
+    """psycopg prepares a statement run five times as `_pg3_0`, `_pg3_1`, ... on whichever server
+    connection the pooler gave it; every client names its own so. A later run of it on another
+    server connection found nothing by that name (an error), or another client's statement of that
+    name, which ran in its place with this one's values. The store's own connection prepares none."""
+    url = pooled(transaction_pool, option="")
+    store: Any = open_store(url)
+    try:
+        store.create(NewRun("r", "test-agent", "t", "default", {}), lease(), NOW)
+        for _ in range(6):  # prepared by psycopg, if it prepares, on the server connection it has
+            assert store.get("r") is not None
+        with psycopg.connect(transaction_pool.url(url), prepare_threshold=None) as holder:
+            holder.execute("SELECT 1")  # in a transaction: that server connection is the holder's now
+            for _ in range(3):
+                assert store.get("r") is not None
+    finally:
+        store.close()

@@ -105,7 +105,7 @@ class PostgresStore(SqlStore):
         self.shown = shown_url(url)
         self.url, self.pooled = pool_mode(url, self.shown)
         self.timeout = timeout
-        self._options = connect_options(self.url, self.shown, timeout, self.pooled)
+        self._options = connect_options(self.url, self.shown, timeout)
         self._watchdog = Watchdog(timeout + CUT_AFTER)
         self._allowance = timeout + CUT_AFTER  # per call (longer while migrating: see `_prepare`)
         self._lock = threading.RLock()
@@ -421,10 +421,15 @@ def pool_mode(url: str, shown: str) -> tuple[str, bool]:
     return rest, mode == "transaction"
 
 
-def connect_options(url: str, shown: str, timeout: float, pooled: bool = False) -> dict[str, Any]:
+def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
     """What each connection is opened with besides the URL: a connect timeout of `timeout` and TCP
-    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it; behind
-    a pooler in transaction mode (`pooled`), no statement psycopg prepares on the server."""
+    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it; and no
+    statement psycopg prepares on the server by itself. It names them `_pg3_0`, `_pg3_1`, ... in every
+    client, so behind a pooler in transaction mode (URL without `pool_mode=transaction`) one could run
+    another client's statement of that name, with its own values, on the server connection it got.
+    (The store's connection makes a few statements a run: planning them again costs nothing to see.
+    The checkpoints, many a run, are prepared by `_Sender`: its statements of one name in two clients
+    differ, if at all, in their parameters' number or types, so one run in another's place fails.)"""
     from psycopg.conninfo import conninfo_to_dict
 
     try:
@@ -433,8 +438,7 @@ def connect_options(url: str, shown: str, timeout: float, pooled: bool = False) 
         raise StoreError(f"the PostgreSQL store URL {shown} cannot be read: {said(str(exc), url)}") from exc
     wanted = {"connect_timeout": max(1, math.ceil(timeout)), **KEEPALIVES}
     wanted["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
-    options: dict[str, Any] = {k: v for k, v in wanted.items() if k not in given}
-    return {**options, "prepare_threshold": None} if pooled else options
+    return {**{k: v for k, v in wanted.items() if k not in given}, "prepare_threshold": None}
 
 
 def ended_while_idle(conn: Any) -> bool:
