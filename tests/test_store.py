@@ -616,8 +616,8 @@ def test_a_dropped_postgres_connection_is_replaced_and_checkpoints_go_on(make_ag
 
     def drop_connections() -> None:
         with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as admin:
-            admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            admin.execute(  # each waited for until it has gone (and told its client so)
+                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
                 "WHERE datname = %s AND pid <> pg_backend_pid()",
                 (url.rsplit("/", 1)[1],),
             )
