@@ -4,8 +4,9 @@
 found out only by sending its statement, which failed ("terminating connection due to idle-session
 timeout"): a service idle for a while refused the next start with a 503. The store now sees the
 connection ended before it sends, and connects again. A start's hold on its run id (see
-`PostgresStore.starting`) outlives both idle timeouts. A `statement_timeout` the role sets says
-where to raise it, not only `--store-timeout`, which does not change it.
+`PostgresStore.starting`) outlives both idle timeouts and holds back no vacuum. A `statement_timeout`
+or `lock_timeout` the role or database sets says where to raise it (`--store-timeout` does not change
+a role's), a checkpoint sent ahead included.
 """
 
 from __future__ import annotations
