@@ -206,8 +206,9 @@ def test_a_role_without_timeouts_behind_transaction_pooling_is_warned_of(
     url = pooled(transaction_pool)
     open_store(url).close()
     warned = [r.getMessage() for r in caplog.records if "pool_mode=transaction" in r.getMessage()]
-    assert len(warned) == 1 and "statement_timeout and lock_timeout" in warned[0]
-    assert "ALTER ROLE postgres SET statement_timeout = '10s'" in warned[0]
+    assert len(warned) == 1 and "ALTER ROLE postgres SET statement_timeout = '10s'" in warned[0]
+    assert "ALTER ROLE postgres SET lock_timeout = '5s'" in warned[0]
+    assert "default_transaction_isolation" not in warned[0]  # read committed, PostgreSQL's default
     caplog.clear()
     bounded = pg.shared_server().new_database()  # set before PgBouncer opens a connection to it
     with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as conn:
@@ -215,6 +216,17 @@ def test_a_role_without_timeouts_behind_transaction_pooling_is_warned_of(
         conn.execute(f"ALTER DATABASE {bounded.rpartition('/')[2]} SET lock_timeout = '5s'")
     open_store(transaction_pool.url(bounded) + "?pool_mode=transaction").close()
     assert not [r for r in caplog.records if "pool_mode=transaction" in r.getMessage()]
+    repeatable = pg.shared_server().new_database()
+    with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as conn:
+        for setting in (
+            "statement_timeout = '10s'",
+            "lock_timeout = '5s'",
+            "default_transaction_isolation = 'repeatable read'",
+        ):
+            conn.execute(f"ALTER DATABASE {repeatable.rpartition('/')[2]} SET {setting}")
+    open_store(transaction_pool.url(repeatable) + "?pool_mode=transaction").close()
+    [warned_once] = [r.getMessage() for r in caplog.records if "pool_mode=transaction" in r.getMessage()]
+    assert "(ALTER ROLE postgres SET default_transaction_isolation = 'read committed')" in warned_once
 
 
 def test_a_worker_killed_mid_run_through_transaction_pooling_is_recovered(

@@ -12,6 +12,7 @@ a role's), a checkpoint sent ahead included.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -163,3 +164,48 @@ def test_a_start_holding_its_run_id_holds_back_no_vacuum(url: str) -> None:
         assert held == [(None,)]
     finally:
         store.close()
+
+
+def test_an_isolation_level_the_database_sets_changes_no_claim(url: str, tmp_path: Path) -> None:
+    """A database whose transactions default to repeatable read (or serializable): an answer that
+    waited for the run's row while another session changed it failed, 'could not serialize access
+    due to concurrent update', where read committed (which the store's claims are written for) reads
+    the row as it is now and goes on. The store's sessions read committed, whatever the default."""
+    runner = Runner(open_store(url), catalog())
+    try:
+        asked = asyncio.run(runner.start("counter", "c", state=counter_state(tmp_path / "r", "ask")))
+    finally:
+        runner.store.close()
+    database_sets(url, default_transaction_isolation="repeatable read")
+    runner = Runner(open_store(url), catalog())
+    try:
+        outcome: list[Any] = []
+        with psycopg.connect(url) as holder:  # another session's write to the row, not yet committed
+            holder.execute("UPDATE endstate_runs SET segments = segments WHERE run_id = %s", (asked.run_id,))
+            answering = threading.Thread(target=lambda: outcome.append(_claimed(runner, asked.run_id)))
+            answering.start()
+            _wait_for_a_lock_wait(url)
+        answering.join(30)
+        assert outcome and not isinstance(outcome[0], BaseException), outcome
+        assert asyncio.run(runner.drive(outcome[0])).reason is StopReason.SUCCESS
+    finally:
+        runner.store.close()
+
+
+def _claimed(runner: Runner, run_id: str) -> Any:
+    try:
+        return runner.claim(run_id, "2")
+    except BaseException as exc:
+        return exc
+
+
+def _wait_for_a_lock_wait(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for _ in range(600):
+            if conn.execute(
+                "SELECT 1 FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchone():
+                return
+            time.sleep(0.05)
+    raise AssertionError("no session waited for the run's row in 30 s")

@@ -127,6 +127,7 @@ class PostgresStore(SqlStore):
         from psycopg.rows import dict_row
 
         conn = connect(self.url, self.shown, self._options, row_factory=dict_row)
+        conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED  # its transactions (`_tx`), pooled too
         with self._watchdog.socket_call(conn.pgconn.socket, self.timeout + CUT_AFTER) as watch:
             try:
                 return conn if self.pooled else bounded(conn, self.timeout)
@@ -173,28 +174,29 @@ class PostgresStore(SqlStore):
         )
 
     def _say_unbounded(self) -> None:
-        """Behind a pooler in transaction mode the store sets no session setting: warn when neither the
-        role nor the database bounds statements and lock waits, as the store does on its own otherwise
-        (a statement whose call was cut after --store-timeout would otherwise still run, and land)."""
+        """Behind a pooler in transaction mode the store sets no session setting (see `bounded`): warn
+        when the role or database leaves one it would set otherwise, naming the ALTER ROLE that sets
+        it. Without them a statement whose call was cut after --store-timeout may still run, and land,
+        and under repeatable read a claim that waited for a row fails where it would read it anew."""
         row = self._rows(
             "SELECT current_user AS role, current_setting('statement_timeout') AS st, "
-            "current_setting('lock_timeout') AS lt"
+            "current_setting('lock_timeout') AS lt, current_setting('default_transaction_isolation') AS iso"
         )[0]
+        wanted = [
+            ("statement_timeout", f"{self.timeout:g}s", row["st"] == "0"),
+            ("lock_timeout", LOCK_TIMEOUT, row["lt"] == "0"),
+            ("default_transaction_isolation", "read committed", row["iso"] != "read committed"),
+        ]
         unset = [
-            name for name, key in (("statement_timeout", "st"), ("lock_timeout", "lt")) if row[key] == "0"
+            f"ALTER ROLE {row['role']} SET {name} = '{value}'" for name, value, missing in wanted if missing
         ]
         if unset:
             log.warning(
                 "the PostgreSQL run store %s is opened with pool_mode=transaction, where Endstate cannot set "
-                "%s for its connections: set them for its role (ALTER ROLE %s SET statement_timeout = '%gs'; "
-                "ALTER ROLE %s SET lock_timeout = '%s'), or a statement whose call gave up after "
-                "--store-timeout may still run and land",
+                "its sessions' settings: set them for its role (%s). Without them a statement whose call "
+                "gave up after --store-timeout may still run and land, or a claim fail where it would wait",
                 self.shown,
-                " and ".join(unset),
-                row["role"],
-                self.timeout,
-                row["role"],
-                LOCK_TIMEOUT,
+                "; ".join(unset),
             )
 
     def _up_to_date(self) -> bool:
@@ -561,7 +563,10 @@ def said(text: str, url: str) -> str:
 
 def bounded(conn: Any, timeout: float) -> Any:
     """`conn`, its lock waits bounded by `LOCK_TIMEOUT` and its statements by `timeout` seconds,
-    each unless the server, the role or the URL set it already."""
+    each unless the server, the role or the URL set it already; its transactions read committed,
+    whatever the database's default (the store's claims are written for it: under repeatable read,
+    a claim that waited for a row another session changed failed instead of reading it anew)."""
+    conn.execute("SELECT set_config('default_transaction_isolation', 'read committed', false)")
     conn.execute(
         "SELECT set_config('lock_timeout', %s, false) WHERE current_setting('lock_timeout') = '0'",
         (LOCK_TIMEOUT,),
