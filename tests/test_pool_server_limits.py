@@ -12,6 +12,7 @@ a role's), a checkpoint sent ahead included.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -209,3 +210,31 @@ def _wait_for_a_lock_wait(url: str) -> None:
                 return
             time.sleep(0.05)
     raise AssertionError("no session waited for the run's row in 30 s")
+
+
+def test_a_client_encoding_the_database_sets_changes_no_text(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database (or the host's $PGCLIENTENCODING) whose client encoding is not UTF-8: a task in
+    Japanese raised UnicodeEncodeError out of the start (LATIN1), and the checkpoints, sent as UTF-8,
+    would have been read as the other encoding. The store's connections speak UTF-8."""
+    open_store(url).close()
+    database_sets(url, client_encoding="LATIN1")
+    task = "tâche 日本 ✓"
+    for env in ("", "SQL_ASCII"):
+        if env:
+            monkeypatch.setenv("PGCLIENTENCODING", env)
+        runner = Runner(open_store(url), catalog())
+        try:
+            state = counter_state(tmp_path / f"r{env}", "ask")
+            asked = asyncio.run(runner.start("counter", task, state=state))
+            assert asked.reason is StopReason.NEED_HELP, asked.note
+            record = runner.store.get(asked.run_id)
+            assert record is not None and record.task == task
+            assert asyncio.run(runner.resume(asked.run_id, "2 ✓")).reason is StopReason.SUCCESS
+            snap = runner.store.snapshot(asked.run_id)
+            assert snap is not None
+            journal = json.dumps(json.loads(snap.to_json())["journal"], ensure_ascii=False)
+            assert task in journal and "2 ✓" in journal
+        finally:
+            runner.store.close()

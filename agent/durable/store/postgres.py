@@ -425,8 +425,8 @@ def pool_mode(url: str, shown: str) -> tuple[str, bool]:
 
 def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
     """What each connection is opened with besides the URL: a connect timeout of `timeout` and TCP
-    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it; and no
-    statement psycopg prepares on the server by itself. It names them `_pg3_0`, `_pg3_1`, ... in every
+    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it; UTF-8;
+    and no statement psycopg prepares on the server by itself. It names them `_pg3_0`, `_pg3_1`, ... in every
     client, so behind a pooler in transaction mode (URL without `pool_mode=transaction`) one could run
     another client's statement of that name, with its own values, on the server connection it got.
     (The store's connection makes a few statements a run: planning them again costs nothing to see.
@@ -440,7 +440,13 @@ def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
         raise StoreError(f"the PostgreSQL store URL {shown} cannot be read: {said(str(exc), url)}") from exc
     wanted = {"connect_timeout": max(1, math.ceil(timeout)), **KEEPALIVES}
     wanted["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
-    return {**{k: v for k, v in wanted.items() if k not in given}, "prepare_threshold": None}
+    # UTF-8 always, whatever the URL, $PGCLIENTENCODING or the database's default says: the store's
+    # texts and its checkpoints' bytes are UTF-8 (LATIN1 raised UnicodeEncodeError on a Japanese task)
+    return {
+        **{k: v for k, v in wanted.items() if k not in given},
+        "client_encoding": "UTF8",
+        "prepare_threshold": None,
+    }
 
 
 def ended_while_idle(conn: Any) -> bool:
