@@ -15,6 +15,7 @@ import asyncio
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -238,3 +239,21 @@ def test_a_client_encoding_the_database_sets_changes_no_text(
             assert task in journal and "2 ✓" in journal
         finally:
             runner.store.close()
+
+
+def test_a_database_whose_encoding_cannot_hold_a_text_says_to_use_utf8(tmp_path: Path) -> None:
+    name = f"endstate_latin1_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE DATABASE {name} ENCODING 'LATIN1' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
+        )
+    url = pg.shared_server().admin_url.rpartition("/")[0] + f"/{name}"
+    runner = Runner(open_store(url), catalog())
+    try:
+        with pytest.raises(StoreError, match="has no equivalent in encoding") as refused:
+            asyncio.run(runner.start("counter", "tâche 日本", state=counter_state(tmp_path / "r", "ask")))
+        assert "ENCODING 'UTF8'" in str(refused.value)
+        latin = asyncio.run(runner.start("counter", "tâche", state=counter_state(tmp_path / "l", "plain")))
+        assert latin.reason is StopReason.SUCCESS  # what it can hold, it holds
+    finally:
+        runner.store.close()

@@ -51,6 +51,7 @@ READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transact
 # A named prepared statement missing (26000) or already there (42P05): a pooler in transaction mode
 # gave the statement another client's server connection.
 PREPARED_ELSEWHERE = ("26000", "42P05")
+UNTRANSLATABLE = "22P05"  # a character the database's encoding (LATIN1, say) has no place for
 NO_PRIVILEGE = "42501"  # insufficient_privilege: a role that may not create, or read or write, a table
 GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
 # Endstate's own URL option (taken out before libpq reads the URL): `?pool_mode=transaction` when a
@@ -521,7 +522,13 @@ def sqlstate_of(exc: BaseException | None) -> str | None:
 
 def hints(sqlstate: str | bytes | None) -> str:
     """What to do about a statement the server refused with `sqlstate`, when there is something to do."""
-    return lock_hint(sqlstate) + timeout_hint(sqlstate) + pool_hint(sqlstate) + privilege_hint(sqlstate)
+    hint = lock_hint(sqlstate) + timeout_hint(sqlstate) + pool_hint(sqlstate) + privilege_hint(sqlstate)
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) == UNTRANSLATABLE:
+        hint += (
+            "; the database's encoding cannot hold every text a run carries (nothing was changed): move "
+            "the store to a database created with ENCODING 'UTF8'"
+        )
+    return hint
 
 
 def privilege_hint(sqlstate: str | bytes | None) -> str:
