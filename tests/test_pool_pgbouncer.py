@@ -178,10 +178,13 @@ def test_runs_are_answered_through_session_pooling_with_a_plain_url(
         ]
 
 
-def test_serve_starts_and_answers_runs_through_transaction_pooling(
-    transaction_pool: PgBouncer, tmp_path: Path
+@pytest.mark.parametrize(
+    ("pool", "option"), [("transaction_pool", "?pool_mode=transaction"), ("session_pool", "")]
+)
+def test_serve_starts_and_answers_runs_through_pgbouncer(
+    pool: str, option: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    url = pooled(transaction_pool)
+    url = pooled(request.getfixturevalue(pool), option)
     body = {"agent": "counter", "task": "count", "state": counter_state(tmp_path / "q", "ask")}
     with Server(url, tmp_path, catalog="test_runner_agents:catalog") as server:
         with server.client() as api:
