@@ -111,3 +111,18 @@ def test_a_table_not_granted_to_the_role_says_which_grant_is_missing(tmp_path: P
     said = str(refused.value)
     assert "permission denied for table endstate_entries" in said
     assert "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA" in said
+
+
+def test_a_role_out_of_connections_says_how_many_the_store_holds() -> None:
+    owner = pg.shared_server().new_database()
+    open_store(owner).close()
+    role, app = app_role(owner)
+    with psycopg.connect(pg.shared_server().admin_url, autocommit=True) as conn:
+        conn.execute(f"ALTER ROLE {role} CONNECTION LIMIT 1")
+    first = open_store(app)
+    try:
+        with pytest.raises(StoreError, match="too many connections") as refused:
+            open_store(app)
+    finally:
+        first.close()
+    assert "two connections" in str(refused.value) and "CONNECTION LIMIT" in str(refused.value)

@@ -486,7 +486,24 @@ def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:
     except psycopg.Error as exc:
         raise StoreError(
             f"cannot connect to the PostgreSQL run store {shown}: {said(str(exc), url)}{masked(url)}"
+            f"{connections_hint(str(exc))}"
         ) from exc
+
+
+# How the server (or PgBouncer) says it takes no more connections: of this role or database (their
+# CONNECTION LIMIT), or of any (max_connections, or those kept for superusers), or PgBouncer's.
+_NO_MORE_CONNECTIONS = ("too many connections", "remaining connection slots", "no more connections allowed")
+
+
+def connections_hint(message: str) -> str:
+    """What to do when the server refused a connection for want of slots; '' for any other refusal."""
+    if not any(said in message for said in _NO_MORE_CONNECTIONS):
+        return ""
+    return (
+        ". Each Endstate process holds two connections to its store (one more while a start with a given "
+        "run id prepares, and each command run from a shell its own): raise the role's or database's "
+        "CONNECTION LIMIT or the server's max_connections, or put PgBouncer in front (see pool_mode)"
+    )
 
 
 def masked(url: str) -> str:
