@@ -22,7 +22,9 @@ from agent.durable.store._sql import (
     SqlStore,
     checkpoint_rows,
     checkpoint_update,
+    latest_version,
     lease_lost,
+    log,
 )
 from agent.durable.store.base import (
     DEFAULT_TIMEOUT,
@@ -34,7 +36,7 @@ from agent.durable.store.base import (
     WriteRefused,
     column_text,
 )
-from agent.durable.store.urls import MASK, scrub, secrets_in, shown_url
+from agent.durable.store.urls import MASK, scrub, secrets_in, shown_url, take_option
 from agent.snapshot import Checkpoint
 
 MIGRATION_LOCK = 7_260_401  # pg_advisory_xact_lock key: one migrator at a time
@@ -46,6 +48,20 @@ LOCK_TIMEOUT = "5s"
 LOCK_NOT_AVAILABLE = "55P03"
 STATEMENT_TIMED_OUT = "57014"  # query_canceled: statement_timeout, or a cancel request
 READ_ONLY = "25006"  # read_only_sql_transaction: a standby, or default_transaction_read_only on
+# A named prepared statement missing (26000) or already there (42P05): a pooler in transaction mode
+# gave the statement another client's server connection.
+PREPARED_ELSEWHERE = ("26000", "42P05")
+UNTRANSLATABLE = "22P05"  # a character the database's encoding (LATIN1, say) has no place for
+NO_PRIVILEGE = "42501"  # insufficient_privilege: a role that may not create, or read or write, a table
+GRANT = "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
+# Endstate's own URL option (taken out before libpq reads the URL): `?pool_mode=transaction` when a
+# pooler (PgBouncer's `pool_mode = transaction`) gives each transaction any server connection.
+POOL_MODE = "pool_mode"
+POOL_MODES = ("session", "transaction")
+POOL_FULL = (
+    ", or a pooler whose server connections are all taken: each start being prepared holds one, so give "
+    "its pool more (PgBouncer's default_pool_size) than the starts prepared at once"
+)
 # TCP keepalives and the user timeout, unless the URL sets them: an idle connection to a peer that
 # vanished (no RST) is found dead within about a minute, and one whose sent data is not acknowledged
 # within `TCP_USER_TIMEOUT_MS` is closed by the kernel.
@@ -87,19 +103,21 @@ class PostgresStore(SqlStore):
             import psycopg  # noqa: F401  (optional dependency, checked here)
         except ImportError as exc:
             raise StoreError("a postgresql:// store needs psycopg: pip install 'psycopg[binary]'") from exc
-        self.url = url
         self.shown = shown_url(url)
+        self.url, self.pooled = pool_mode(url, self.shown)
         self.timeout = timeout
-        self._options = connect_options(url, self.shown, timeout)
+        self._options = connect_options(self.url, self.shown, timeout)
         self._watchdog = Watchdog(timeout + CUT_AFTER)
         self._allowance = timeout + CUT_AFTER  # per call (longer while migrating: see `_prepare`)
         self._lock = threading.RLock()
         self._in_tx = False
         self._shut = False  # closed: no call connects again (a late write would leak its connection)
         self._conn: Any = self._connect()
-        self._sender = _Sender(url, self.shown, self._options, self._watchdog)
+        self._sender = _Sender(self.url, self.shown, self._options, self._watchdog, self.pooled)
         try:
             self._prepare()
+            if self.pooled:
+                self._say_unbounded()
         except BaseException:
             self._conn.close()
             self._watchdog.close()
@@ -110,12 +128,13 @@ class PostgresStore(SqlStore):
         from psycopg.rows import dict_row
 
         conn = connect(self.url, self.shown, self._options, row_factory=dict_row)
+        conn.isolation_level = psycopg.IsolationLevel.READ_COMMITTED  # its transactions (`_tx`), pooled too
         with self._watchdog.socket_call(conn.pgconn.socket, self.timeout + CUT_AFTER) as watch:
             try:
-                return bounded(conn, self.timeout)
+                return conn if self.pooled else bounded(conn, self.timeout)
             except psycopg.Error as exc:
                 conn.close()
-                raise failure(exc, watch, self.shown, self.url) from exc
+                raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
 
     def _prepare(self) -> None:
         """Migrate the schema if it is behind, one process at a time. Its statements get
@@ -126,8 +145,60 @@ class PostgresStore(SqlStore):
         allowance, self._allowance = self._allowance, MIGRATION_SECONDS
         try:
             self._migrate()
+        except StoreError as exc:
+            if sqlstate_of(exc.__cause__) != NO_PRIVILEGE:
+                raise
+            raise StoreError(self._may_not_migrate(exc.__cause__)) from exc
         finally:
             self._allowance = allowance
+
+    def _may_not_migrate(self, cause: BaseException | None) -> str:
+        """What to do when the store's role may not migrate its schema (a least-privilege app role, its
+        tables made by their owner): open it once as the owner, then grant the role the new tables."""
+        found = self._rows(
+            "SELECT current_user AS role, current_schema() AS schema, to_regclass(?) IS NOT NULL AS e",
+            (SCHEMA_TABLE,),
+        )[0]
+        role, schema = found["role"], found["schema"]
+        where = "it has no tables yet"
+        if found["e"]:
+            where = f"its tables are at schema version {self.schema_version()}, and this Endstate needs "
+            where += str(latest_version(self.dialect))
+        return (
+            f"the PostgreSQL run store {self.shown}: the role {role!r} may not migrate it ({where}; "
+            f"{said(str(cause), self.url)}). "
+            "Nothing was changed. Open it once with this Endstate as the role that owns its tables (or may "
+            "create them): any command migrates it, `endstate runs --store 'postgresql://OWNER@HOST/DB'`. "
+            f"Then give {role} the tables a migration made: {GRANT.format(schema=schema, role=role)} (as "
+            f"the owner, ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT, INSERT, UPDATE, DELETE "
+            f"ON TABLES TO {role} grants the tables of later migrations too)"
+        )
+
+    def _say_unbounded(self) -> None:
+        """Behind a pooler in transaction mode the store sets no session setting (see `bounded`): warn
+        when the role or database leaves one it would set otherwise, naming the ALTER ROLE that sets
+        it. Without them a statement whose call was cut after --store-timeout may still run, and land,
+        and under repeatable read a claim that waited for a row fails where it would read it anew."""
+        row = self._rows(
+            "SELECT current_user AS role, current_setting('statement_timeout') AS st, "
+            "current_setting('lock_timeout') AS lt, current_setting('default_transaction_isolation') AS iso"
+        )[0]
+        wanted = [
+            ("statement_timeout", f"{self.timeout:g}s", row["st"] == "0"),
+            ("lock_timeout", LOCK_TIMEOUT, row["lt"] == "0"),
+            ("default_transaction_isolation", "read committed", row["iso"] != "read committed"),
+        ]
+        unset = [
+            f"ALTER ROLE {row['role']} SET {name} = '{value}'" for name, value, missing in wanted if missing
+        ]
+        if unset:
+            log.warning(
+                "the PostgreSQL run store %s is opened with pool_mode=transaction, where Endstate cannot set "
+                "its sessions' settings: set them for its role (%s). Without them a statement whose call "
+                "gave up after --store-timeout may still run and land, or a claim fail where it would wait",
+                self.shown,
+                "; ".join(unset),
+            )
 
     def _up_to_date(self) -> bool:
         """True when every migration is applied (a newer schema is not: `_migrate` refuses it)."""
@@ -190,18 +261,25 @@ class PostgresStore(SqlStore):
     @contextmanager
     def starting(self, run_id: str) -> Iterator[None]:
         """Hold `run_id` while a start with that id prepares and stores it: another start of it, from
-        any process, is refused (`StartingNow`) before it prepares. A session advisory lock on a
-        connection of its own, let go with it (a process that dies lets go too)."""
+        any process, is refused (`StartingNow`) before it prepares. A transaction's advisory lock on a
+        connection of its own, the transaction left open meanwhile (a pooler in transaction mode keeps
+        its server connection this client's only while it is: a session's lock would stay on a server
+        connection other clients then use), let go at its end (a process that dies lets go too)."""
         import psycopg
 
         conn = self._connect_again()
         try:
             with self._watchdog.socket_call(conn.pgconn.socket, self._allowance) as watch:
                 try:
-                    held = conn.execute("SELECT pg_try_advisory_lock(%s) AS held", (_start_key(run_id),))
+                    conn.execute("BEGIN")
+                    conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")  # prepare may be long
+                    # the key written out, not a parameter: a statement with parameters leaves its portal,
+                    # and the portal's snapshot, open until the transaction ends (holding back vacuum)
+                    key = int(_start_key(run_id))
+                    held = conn.execute(f"SELECT pg_try_advisory_xact_lock({key}) AS held")
                     free = bool(held.fetchone()["held"])
                 except psycopg.Error as exc:
-                    raise failure(exc, watch, self.shown, self.url) from exc
+                    raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
             if not free:
                 raise StartingNow(
                     f"a run with id {run_id!r} is being started now, by another process (its catalog's "
@@ -210,7 +288,7 @@ class PostgresStore(SqlStore):
                 )
             yield
         finally:
-            conn.close()
+            _let_go(conn, self._watchdog, self._allowance)
 
     def _execute(self, sql: str, params: Sequence[Any], retry: bool) -> Any:
         with self._lock:
@@ -257,7 +335,8 @@ class PostgresStore(SqlStore):
     def _send(self, sql: str, params: Sequence[Any]) -> Any:
         import psycopg
 
-        if self._conn.closed or self._conn.broken:
+        if self._conn.closed or self._conn.broken or (not self._in_tx and ended_while_idle(self._conn)):
+            self._conn.close()  # its socket, whatever state libpq has it in
             self._conn = self._connect_again()
         with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
             try:
@@ -270,7 +349,7 @@ class PostgresStore(SqlStore):
             except psycopg.errors.IntegrityError as exc:
                 raise WriteRefused(f"the run store refused a write: {exc}") from exc
             except psycopg.Error as exc:
-                raise failure(exc, watch, self.shown, self.url) from exc
+                raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
 
     def _rows(self, sql: str, params: Sequence[Any] = (), retry: bool = False) -> list[Row]:
         with self._lock:
@@ -286,7 +365,8 @@ class PostgresStore(SqlStore):
         import psycopg
 
         with self._lock:
-            if self._conn.closed or self._conn.broken:
+            if self._conn.closed or self._conn.broken or ended_while_idle(self._conn):
+                self._conn.close()
                 self._conn = self._connect_again()
             # the whole transaction within the allowance: BEGIN and COMMIT are calls too
             with self._watchdog.socket_call(self._conn.pgconn.socket, self._allowance) as watch:
@@ -295,7 +375,7 @@ class PostgresStore(SqlStore):
                         self._in_tx = True
                         yield
                 except psycopg.Error as exc:  # BEGIN or COMMIT on a connection that broke
-                    raise failure(exc, watch, self.shown, self.url) from exc
+                    raise failure(exc, watch, self.shown, self.url, self.pooled) from exc
                 finally:
                     self._in_tx = False
 
@@ -331,9 +411,28 @@ class PostgresStore(SqlStore):
         self._watchdog.close()
 
 
+def pool_mode(url: str, shown: str) -> tuple[str, bool]:
+    """`url` without Endstate's `pool_mode` option, and whether it says `transaction` (a pooler that
+    gives each transaction any server connection); a `StoreError` for a value it cannot be."""
+    rest, mode = take_option(url, POOL_MODE)
+    if mode is not None and mode not in POOL_MODES:
+        raise StoreError(
+            f"the PostgreSQL store URL {shown} has pool_mode={mode!r}: it takes pool_mode=transaction "
+            "(a pooler such as PgBouncer in transaction mode between Endstate and the server) "
+            "or pool_mode=session"
+        )
+    return rest, mode == "transaction"
+
+
 def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
     """What each connection is opened with besides the URL: a connect timeout of `timeout` and TCP
-    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it."""
+    keepalives (`KEEPALIVES`, `TCP_USER_TIMEOUT_MS`), each only where the URL does not set it; UTF-8;
+    and no statement psycopg prepares on the server by itself. It names them `_pg3_0`, `_pg3_1`, ... in every
+    client, so behind a pooler in transaction mode (URL without `pool_mode=transaction`) one could run
+    another client's statement of that name, with its own values, on the server connection it got.
+    (The store's connection makes a few statements a run: planning them again costs nothing to see.
+    The checkpoints, many a run, are prepared by `_Sender`: its statements of one name in two clients
+    differ, if at all, in their parameters' number or types, so one run in another's place fails.)"""
     from psycopg.conninfo import conninfo_to_dict
 
     try:
@@ -342,7 +441,33 @@ def connect_options(url: str, shown: str, timeout: float) -> dict[str, Any]:
         raise StoreError(f"the PostgreSQL store URL {shown} cannot be read: {said(str(exc), url)}") from exc
     wanted = {"connect_timeout": max(1, math.ceil(timeout)), **KEEPALIVES}
     wanted["tcp_user_timeout"] = TCP_USER_TIMEOUT_MS
-    return {k: v for k, v in wanted.items() if k not in given}
+    # UTF-8 always, whatever the URL, $PGCLIENTENCODING or the database's default says: the store's
+    # texts and its checkpoints' bytes are UTF-8 (LATIN1 raised UnicodeEncodeError on a Japanese task)
+    return {
+        **{k: v for k, v in wanted.items() if k not in given},
+        "client_encoding": "UTF8",
+        "prepare_threshold": None,
+    }
+
+
+def ended_while_idle(conn: Any) -> bool:
+    """True when the server ended `conn` while it sat idle (its `idle_session_timeout`, a backend an
+    operator terminated, a pooler's `client_idle_timeout`): it sent its last word and closed, which
+    the connection learns only when it reads. A statement not sent yet goes on a new connection
+    rather than failing on this one. One `select` that does not wait, when nothing came."""
+    from psycopg import pq
+
+    pgconn = conn.pgconn
+    try:
+        for _ in range(3):  # the farewell, then the end of the stream (a notice: then nothing more)
+            if not select.select([pgconn.socket], [], [], 0)[0]:
+                return False
+            pgconn.consume_input()
+            if pgconn.status != pq.ConnStatus.OK:
+                return True
+    except Exception:  # psycopg.OperationalError: the socket is gone
+        return True
+    return False
 
 
 def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:
@@ -361,7 +486,24 @@ def connect(url: str, shown: str, options: dict[str, Any], **more: Any) -> Any:
     except psycopg.Error as exc:
         raise StoreError(
             f"cannot connect to the PostgreSQL run store {shown}: {said(str(exc), url)}{masked(url)}"
+            f"{connections_hint(str(exc))}"
         ) from exc
+
+
+# How the server (or PgBouncer) says it takes no more connections: of this role or database (their
+# CONNECTION LIMIT), or of any (max_connections, or those kept for superusers), or PgBouncer's.
+_NO_MORE_CONNECTIONS = ("too many connections", "remaining connection slots", "no more connections allowed")
+
+
+def connections_hint(message: str) -> str:
+    """What to do when the server refused a connection for want of slots; '' for any other refusal."""
+    if not any(said in message for said in _NO_MORE_CONNECTIONS):
+        return ""
+    return (
+        ". Each Endstate process holds two connections to its store (one more while a start with a given "
+        "run id prepares, and each command run from a shell its own): raise the role's or database's "
+        "CONNECTION LIMIT or the server's max_connections, or put PgBouncer in front (see pool_mode)"
+    )
 
 
 def masked(url: str) -> str:
@@ -376,20 +518,17 @@ def masked(url: str) -> str:
     )
 
 
-def failure(exc: Exception, watch: Watch, shown: str, url: str) -> StoreError:
+def failure(exc: Exception, watch: Watch, shown: str, url: str, pooled: bool = False) -> StoreError:
     """The `StoreError` for a call that failed: a `StoreTimeout` when the deadline cut it off."""
     if watch.cut:
         return StoreTimeout(
             f"the PostgreSQL run store {shown} did not answer within {watch.seconds:g} s, so its "
-            "connection was cut (a server that hangs without closing, or a network that drops packets); "
-            "the next call connects again. If the server is only slow, raise --store-timeout "
-            "(or $ENDSTATE_STORE_TIMEOUT)"
+            "connection was cut (a server that hangs without closing, or a network that drops packets"
+            f"{POOL_FULL if pooled else ''}); the next call connects again. If the server is only slow, "
+            "raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT)"
         )
     sqlstate = getattr(exc, "sqlstate", None)
-    return StoreError(
-        f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{lock_hint(sqlstate)}"
-        f"{timeout_hint(sqlstate)}"
-    )
+    return StoreError(f"the PostgreSQL run store {shown} failed: {said(str(exc), url)}{hints(sqlstate)}")
 
 
 def sqlstate_of(exc: BaseException | None) -> str | None:
@@ -398,13 +537,50 @@ def sqlstate_of(exc: BaseException | None) -> str | None:
     return sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
 
 
+def hints(sqlstate: str | bytes | None) -> str:
+    """What to do about a statement the server refused with `sqlstate`, when there is something to do."""
+    hint = lock_hint(sqlstate) + timeout_hint(sqlstate) + pool_hint(sqlstate) + privilege_hint(sqlstate)
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) == UNTRANSLATABLE:
+        hint += (
+            "; the database's encoding cannot hold every text a run carries (nothing was changed): move "
+            "the store to a database created with ENCODING 'UTF8'"
+        )
+    return hint
+
+
+def privilege_hint(sqlstate: str | bytes | None) -> str:
+    """What to do when the store's role may not read or write one of its tables (one a migration made
+    after the role was granted the others, say); '' for any other failure."""
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != NO_PRIVILEGE:
+        return ""
+    return (
+        "; the store's role lacks a privilege on its tables: as their owner, "
+        f"{GRANT.format(schema='public', role='<the role>')} (the schema that holds them), and "
+        "ALTER DEFAULT PRIVILEGES to grant the tables of later migrations too"
+    )
+
+
+def pool_hint(sqlstate: str | bytes | None) -> str:
+    """What to do when a prepared statement was missing or there already: a pooler in transaction
+    mode (PgBouncer's `pool_mode = transaction`) between Endstate and the server; '' otherwise."""
+    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) not in PREPARED_ELSEWHERE:
+        return ""
+    return (
+        "; a connection pooler in transaction mode (PgBouncer's pool_mode = transaction) gives each "
+        "transaction another server connection: add ?pool_mode=transaction to the store URL, or pool "
+        "Endstate's connections in session mode"
+    )
+
+
 def timeout_hint(sqlstate: str | bytes | None) -> str:
     """What to do when the server ended a statement at its statement_timeout; '' otherwise."""
     if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != STATEMENT_TIMED_OUT:
         return ""
     return (
-        "; the statement ran past the store's timeout (its statement_timeout): if the server is only "
-        "slow, raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), or set statement_timeout in the URL"
+        "; the statement ran past its statement_timeout (it changed nothing). If the server is only slow, "
+        "raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), which Endstate sets it to unless the role or "
+        "database sets it (ALTER ROLE ... SET statement_timeout: raise it there) or the URL does "
+        "(?options=-c%20statement_timeout%3D30s, which overrides the role's)"
     )
 
 
@@ -417,7 +593,10 @@ def said(text: str, url: str) -> str:
 
 def bounded(conn: Any, timeout: float) -> Any:
     """`conn`, its lock waits bounded by `LOCK_TIMEOUT` and its statements by `timeout` seconds,
-    each unless the server, the role or the URL set it already."""
+    each unless the server, the role or the URL set it already; its transactions read committed,
+    whatever the database's default (the store's claims are written for it: under repeatable read,
+    a claim that waited for a row another session changed failed instead of reading it anew)."""
+    conn.execute("SELECT set_config('default_transaction_isolation', 'read committed', false)")
     conn.execute(
         "SELECT set_config('lock_timeout', %s, false) WHERE current_setting('lock_timeout') = '0'",
         (LOCK_TIMEOUT,),
@@ -442,8 +621,25 @@ def lock_hint(sqlstate: str | bytes | None) -> str:
         return ""
     return (
         "; another database session holds a lock on the run store's rows (an open transaction?): "
-        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it"
+        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it. "
+        f"If it held it only briefly (another worker's write), the wait was too short: Endstate waits "
+        f"{LOCK_TIMEOUT} unless the role or database sets lock_timeout (ALTER ROLE ... SET lock_timeout: "
+        "raise it there)"
     )
+
+
+def _let_go(conn: Any, watchdog: Watchdog, allowance: float) -> None:
+    """End `starting`'s transaction and close its connection (a pooler keeps a server connection
+    whose client left inside a transaction from the pool: it closes it)."""
+    import psycopg
+
+    try:
+        with watchdog.socket_call(conn.pgconn.socket, allowance):
+            conn.execute("ROLLBACK")
+    except (psycopg.Error, OSError, ValueError):
+        pass  # the connection broke: the server ended the transaction, and its lock, with it
+    finally:
+        conn.close()
 
 
 def _start_key(run_id: str) -> int:
@@ -537,8 +733,10 @@ class _Sender:
     statement shape (a checkpoint of n entries) is prepared once per connection, the first time it
     is sent: a round trip waited for then, and the server does not plan it again."""
 
-    def __init__(self, url: str, shown: str, options: dict[str, Any], watchdog: Watchdog) -> None:
-        self._url, self._shown, self._options = url, shown, options
+    def __init__(
+        self, url: str, shown: str, options: dict[str, Any], watchdog: Watchdog, pooled: bool = False
+    ) -> None:
+        self._url, self._shown, self._options, self._pooled = url, shown, options, pooled
         self._watchdog, self._wait = watchdog, watchdog.period  # a call's allowance: see `PostgresStore`
         self._lock = threading.Lock()
         self._conn: Any = None
@@ -574,7 +772,11 @@ class _Sender:
         except StoreError as exc:  # no server to connect to: sending again would not help
             return exc, False
         try:
-            pgconn.send_query_prepared(self._prepare(pgconn, sent), [_text(p) for p in sent.params])
+            params = [_text(p) for p in sent.params]
+            if self._pooled:  # behind a pooler in transaction mode: an unnamed statement, in one go
+                pgconn.send_query_params(_numbered(sent.sql).encode(), params)
+            else:
+                pgconn.send_query_prepared(self._prepare(pgconn, sent), params)
         except StoreTimeout as exc:  # the server hangs: it would keep a second try waiting too
             return exc, False
         except StoreError as exc:
@@ -643,7 +845,7 @@ class _Sender:
                 if sqlstate.startswith(b"23"):
                     return WriteRefused(f"the run store refused a write: {message}")
                 return StoreError(
-                    f"the PostgreSQL run store {self._shown} failed: {message}{lock_hint(sqlstate)}"
+                    f"the PostgreSQL run store {self._shown} failed: {message}{hints(sqlstate)}"
                 )
         return StoreError(f"the PostgreSQL run store {self._shown} gave no result for a checkpoint")
 
@@ -662,7 +864,8 @@ class _Sender:
             self._conn = connect(self._url, self._shown, self._options)
             with self._watchdog.socket_call(self._conn.pgconn.socket, self._wait) as watch:
                 try:
-                    bounded(self._conn, self._wait - CUT_AFTER)
+                    if not self._pooled:  # a session setting would stay on a pooled server connection
+                        bounded(self._conn, self._wait - CUT_AFTER)
                 except psycopg.Error as exc:
                     self._conn.close()
                     raise failure(exc, watch, self._shown, self._url) from exc
@@ -682,7 +885,7 @@ class _Sender:
             if res.status != pq.ExecStatus.COMMAND_OK:
                 sent.sqlstate = (res.error_field(pq.DiagnosticField.SQLSTATE) or b"").decode()
                 message = said((res.error_message or b"").decode(errors="replace"), self._url)
-                raise failure(StoreError(message), watch, self._shown, self._url)
+                raise failure(StoreError(message + pool_hint(sent.sqlstate)), watch, self._shown, self._url)
             self._prepared[sql] = name
         return name
 

@@ -105,6 +105,25 @@ def _standing(secret: str) -> str:
 _ALNUM = re.compile(r"[^\W_]")
 
 
+def take_option(url: str, name: str) -> tuple[str, str | None]:
+    """`url` without its query option `name`, and that option's value (None when it has none): an
+    option of Endstate's own, which libpq would refuse as unknown."""
+    scheme, sep, rest = url.partition("://")
+    head, mark, query = _split_query(rest)
+    if not sep or not mark:
+        return url, None
+    kept, value = [], None
+    for part in query.split("&"):
+        key, _, given = part.partition("=")
+        if key == name:
+            value = unquote(given)
+        else:
+            kept.append(part)
+    if value is None:
+        return url, None
+    return f"{scheme}://{head}" + (f"?{'&'.join(kept)}" if kept else ""), value
+
+
 def _split_query(rest: str) -> tuple[str, str, str]:
     """(everything before the query, '?' or '', the query): the query starts at the first '?'
     after the last '@' (a password may hold '?')."""
