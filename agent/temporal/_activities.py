@@ -224,14 +224,15 @@ class EndstateActivities:
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
-        out = w.outcome_json(outcome, found.name)
+        fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
+        answer = {**w.outcome_json(outcome, found.name), "state": ctx.state, "fingerprint": fingerprint}
+        out = w.fitted_answer(answer, found.name, run["state"])
         blocks = outcome.blocks if "blocks" in out else ()  # not when refused as too large
         for text in _as_sent(
             Result("", out["text"], blocks=blocks), call.get("cap")
         ):  # a later call holds it
             self._results.keep(run["run_id"], text)
-        fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
-        return self._told(run, {**out, "state": ctx.state, "fingerprint": fingerprint})
+        return self._told(run, out)
 
     @activity.defn(name=w.VERIFY)
     async def verify(self, check: dict[str, Any]) -> list[str]:

@@ -101,6 +101,9 @@ MAX_PAYLOAD_BYTES = 1_500_000
 MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
 MAX_HISTORY_BYTES = 40_000_000
 MAX_HISTORY_EVENTS = 40_000
+# A tool activity's answer, whole (`fitted_answer`): under the server's blob size limit (2 MiB by default,
+# 2,097,152 bytes), which refuses a larger one, the tool then run again
+MAX_ANSWER_BYTES = 2_000_000
 MAX_BLOCK_BYTES = 1_000_000  # a tool result's content blocks: room left in its payload for the run's state
 
 
@@ -457,6 +460,35 @@ def outcome_json(outcome: ToolOutcome, tool: str) -> dict[str, Any]:
         )
         return out | {"text": text, "is_error": True, "error_type": "payload_too_large"}
     return out | {"blocks": blocks}
+
+
+def fitted_answer(answer: dict[str, Any], tool: str, state_before: dict[str, Any]) -> dict[str, Any]:
+    """A tool activity's `answer` (its outcome and the run's state) that fits one payload. A result too
+    large for one (a 3 MB export) was refused by the server, and Temporal ran the tool again, 5 times in
+    all, before the run went on without it: it is the tool's error (`payload_too_large`), the tool having
+    run once. When the state is what is too large, the run cannot go on without it: the answer keeps the
+    state as it was and says why under `TOO_LARGE` (the workflow stops the run `payload_too_large`)."""
+    if payload_size(answer) <= MAX_ANSWER_BYTES:
+        return answer
+    size = payload_size(answer.get("text")) + (payload_size(answer["blocks"]) if "blocks" in answer else 0)
+    text = (
+        f"Error: tool {tool!r} ran, but its result is {size:,} bytes, over the {MAX_ANSWER_BYTES:,} a "
+        "Temporal run carries in one payload, so it was not kept: return less at a time (a page, a range, a "
+        "filter), or write it to a file and return the file's path"
+    )
+    kept = {k: v for k, v in answer.items() if k != "blocks"}
+    small = kept | {"text": text, "is_error": True, "error_type": "payload_too_large"}
+    if payload_size(small) <= MAX_ANSWER_BYTES:
+        return small
+    why = (
+        f"the run's state is {payload_size(answer.get('state')):,} bytes after the call of {tool!r}, over "
+        f"the {MAX_ANSWER_BYTES:,} an Endstate run sends in one Temporal payload: keep the state small (a "
+        "path or an id, not the data), or run this agent on the PostgreSQL store"
+    )
+    return small | {"state": state_before, "fingerprint": None, TOO_LARGE: why}
+
+
+TOO_LARGE = "too_large"  # a tool activity's answer: why the run stops `payload_too_large` (`fitted_answer`)
 
 
 def payload_size(value: Any) -> int:
