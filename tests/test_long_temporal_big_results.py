@@ -87,3 +87,32 @@ def test_a_state_over_a_payload_stops_the_run_named_and_the_tool_runs_once(tempo
     assert ran == ["remember orders"]
     assert (result.reason, result.error_type) == (StopReason.ERROR, "payload_too_large"), result.note
     assert "the run's state is" in result.note and "after the call of 'remember'" in result.note
+
+
+def test_a_verification_whose_failures_pass_a_payload_is_cut_and_the_run_goes_on(
+    temporal: TemporalServer,
+) -> None:
+    """A check that fails with a test suite's whole output (3 MB): its answer was refused and the verifiers
+    run again (3 times in all, then the run ended `error`, "A verifier raised PayloadsTooLarge"), so a
+    check that passed when run again (a flaky suite) made the failed verification a success the model was
+    never told of. Now the failures are cut to fit, the model is told, and its next `done` is checked."""
+    checked: list[int] = []
+    seen: list[Entry] = []
+
+    def suite(ctx: RunContext) -> list[str]:
+        checked.append(1)
+        return ["FAILED test_orders\n" + "E   assert row\n" * (ROWS // 4)] if len(checked) == 1 else []
+
+    def again(request: ModelRequest) -> list[dict[str, Any]]:
+        seen.append(request.journal[-1])
+        return [finish("done", "fixed")]
+
+    script = [[finish("done", "fixed")], again]
+    catalog = Catalog()
+    catalog.register("fixer", lambda state: Agent("fixer", ScriptedModel(script), verifiers=[suite]))
+    result = started(temporal, catalog, "fixer")
+    assert len(seen) == 1, "the model was never told its done was rejected"
+    assert (result.reason, result.verified) == (StopReason.SUCCESS, True), result.note
+    assert len(checked) == 2
+    [told] = seen
+    assert isinstance(told, Result) and told.text.startswith("Criterion not met: FAILED test_orders")

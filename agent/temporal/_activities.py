@@ -282,7 +282,8 @@ class EndstateActivities:
         ctx = _context(run, calls, journal, note)
         async with _heartbeats():
             try:
-                return (await run_verifiers(agent.verifiers, ctx)).failures  # each within its timeout
+                failures = (await run_verifiers(agent.verifiers, ctx)).failures  # each within its timeout
+                return w.fitted_failures(failures)
             except Exception as exc:  # its message read off the loop; a cause Temporal could not read dropped
                 raise ApplicationError(
                     await said_soon(exc), type=type(exc).__name__, non_retryable=True, category=BENIGN

@@ -488,6 +488,23 @@ def fitted_answer(answer: dict[str, Any], tool: str, state_before: dict[str, Any
     return small | {"state": state_before, "fingerprint": None, TOO_LARGE: why}
 
 
+MAX_FAILURES = 1_000  # a verification's failures a Temporal run keeps (`fitted_failures`)
+
+
+def fitted_failures(failures: list[str]) -> list[str]:
+    """A verification's failures cut to fit the verify activity's answer (`MAX_ANSWER_BYTES`, at most
+    `MAX_FAILURES` of them). One over the server's limit (a test suite's whole output) was refused, the
+    verifiers run again, 3 times in all, and the run ended `error` saying a verifier raised
+    PayloadsTooLarge. The model is sent at most `max_result_chars` of them anyway (40,000 by default)."""
+    if payload_size(failures) <= MAX_ANSWER_BYTES and len(failures) <= MAX_FAILURES:
+        return failures
+    kept = failures[:MAX_FAILURES]
+    most = MAX_ANSWER_BYTES // (2 * 6 * len(kept))  # characters each: JSON writes one in 6 bytes at most
+    cut = [f if len(f) <= most else f"{f[:most]} [Endstate: cut from {len(f):,} characters]" for f in kept]
+    more = len(failures) - len(kept)
+    return cut + ([f"[Endstate: and {more:,} more failures]"] if more else [])
+
+
 TOO_LARGE = "too_large"  # a tool activity's answer: why the run stops `payload_too_large` (`fitted_answer`)
 
 
