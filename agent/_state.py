@@ -54,10 +54,13 @@ class RunState:
 
     def record(self, entry: Entry) -> None:
         """Append one entry to the journal, and keep what the model is sent in step with it."""
-        add_entry(self.ctx.journal.entries, entry)  # (`Journal.append`, without its check: once an entry)
         kind = type(entry)  # exact types, as the codec reads them (`_codec._TYPE_OF`)
+        cleared = self.history.cleared_by(self.journal.entries, entry) if kind is Shrunk else None
+        add_entry(self.ctx.journal.entries, entry)  # (`Journal.append`, without its check: once an entry)
         if kind is Result:  # a result may be sent capped
             self.sent.extend(self.history.shown(entry))
+        elif cleared is not None:  # a plain clear: those results alone change
+            self.history.clear_in_view(self.sent, self.journal.entries, cleared)
         elif kind is Shrunk:
             self.sent = self.history.view(self.journal.entries)
         else:

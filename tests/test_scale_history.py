@@ -1,8 +1,9 @@
 """The history policy's view of a long run costs what the view holds, not the run's length times its shrinks.
 
 A run past `clear_at` of its window clears old results about once a turn, each a `Shrunk` entry after
-which the view is rebuilt: each rebuild read the whole journal once for every shrink in it (a run of
-1,600 turns with a small window took 5.9 ms a turn, 0.75 ms with the view read once).
+which the view was rebuilt (now changed in place; rebuilt at a compaction): each rebuild read the whole
+journal once for every shrink in it (a run of 1,600 turns with a small window took 5.9 ms a turn,
+0.75 ms with the view read once).
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ def scripted_run(turns: int) -> Any:
 def test_a_long_run_reads_the_same_a_turn_at_any_length(monkeypatch: Any) -> None:
     short_reads, short_views = views_read(600, monkeypatch)
     long_reads, long_views = views_read(1_800, monkeypatch)
-    assert short_views > 100 and long_views > 3 * short_views  # the view is rebuilt at every clear
+    # rebuilt at each compaction (a plain clear, about once a turn, changes the view in place since
+    # test_long_history_view: at every clear before)
+    assert short_views >= 2 and long_views > 3 * short_views
     per_turn = (short_reads / 600, long_reads / 1_800)
     assert per_turn[1] < 1.4 * per_turn[0], per_turn  # was 3.6 times (a turn cost what the run had done)

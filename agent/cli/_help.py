@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -146,6 +147,26 @@ def metrics_addr(args: Any) -> None:
     if args.metrics_addr is not None and not args.metrics_port:
         raise ConfigError(f"--metrics-addr {args.metrics_addr} serves /metrics only with --metrics-port PORT")
     args.metrics_addr = args.metrics_addr or METRICS_ADDR
+
+
+STDIN = "-"  # a run's text given as this is read from standard input
+MAX_STDIN_BYTES = 64 * 1024 * 1024  # what `-` reads at most: a pipe that never ends is refused, not held
+
+
+def text_or_stdin(text: str) -> str:
+    """An argparse type for a text given to a run (a task, an answer, a reason): `-` reads it from
+    standard input, whole (`endstate start AGENT - < task.md`). Linux takes at most 128 KiB in one
+    argument: a longer task given on the command line never reached Endstate (the shell's "Argument
+    list too long"). Bytes that are not UTF-8 are kept as lone surrogates, which the command refuses
+    by name (`refuse_undecodable`), as it refuses them in an argument."""
+    if text != STDIN:
+        return text
+    read = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(read) > MAX_STDIN_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"standard input holds more than {MAX_STDIN_BYTES // 2**20} MiB: give a shorter text"
+        )
+    return read.decode("utf-8", "surrogateescape")
 
 
 def model_id(text: str) -> str:

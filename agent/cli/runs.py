@@ -25,7 +25,7 @@ from agent._args import given
 from agent._valid import seconds_in
 from agent.audit import Audit, AuditOutcome
 from agent.budget import MAX_COUNT, MAX_SECONDS, Extension
-from agent.cli._help import above_zero, current_user
+from agent.cli._help import above_zero, current_user, text_or_stdin
 from agent.durable._storetime import StoreClock, pending_by_store_clock
 from agent.durable.catalog import ENV_CATALOG, SEED_CATALOG, load_catalog
 from agent.durable.runner import Runner, checked_answerer, given_reason, runner_with_telemetry
@@ -213,7 +213,9 @@ def _by_arg(p: argparse.ArgumentParser) -> None:
 
 def _answer_args(p: argparse.ArgumentParser) -> None:
     _run_id_arg(p)
-    p.add_argument("text", help="the answer to the run's question")
+    p.add_argument(
+        "text", type=text_or_stdin, help="the answer to the run's question (- reads it from stdin)"
+    )
     _by_arg(p)
 
 
@@ -224,14 +226,25 @@ def _approve_args(p: argparse.ArgumentParser) -> None:
 
 def _deny_args(p: argparse.ArgumentParser) -> None:
     _run_id_arg(p)
-    p.add_argument("reason", nargs="?", default="", help="why (the agent is told)")
+    p.add_argument(
+        "reason",
+        nargs="?",
+        default="",
+        type=text_or_stdin,
+        help="why (the agent is told; - reads it from stdin)",
+    )
     _by_arg(p)
 
 
 def _start_args(p: argparse.ArgumentParser) -> None:
     _json_arg(p)
     p.add_argument("agent", help="a catalog agent name")
-    p.add_argument("task", help="what the agent is asked to do, as its first message")
+    p.add_argument(
+        "task",
+        type=text_or_stdin,
+        help="what the agent is asked to do, as its first message (- reads it from stdin: a task over the "
+        "128 KiB one argument may hold)",
+    )
     p.add_argument(
         "--task-type", default=None, help="the run's task type (default: the agent's own, from the catalog)"
     )

@@ -224,14 +224,15 @@ class EndstateActivities:
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
         async with _heartbeats():
             outcome = await execute(found, call["arguments"], ctx)
-        out = w.outcome_json(outcome, found.name)
+        fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
+        answer = {**w.outcome_json(outcome, found.name), "state": ctx.state, "fingerprint": fingerprint}
+        out = w.fitted_answer(answer, found.name, run["state"])
         blocks = outcome.blocks if "blocks" in out else ()  # not when refused as too large
         for text in _as_sent(
             Result("", out["text"], blocks=blocks), call.get("cap")
         ):  # a later call holds it
             self._results.keep(run["run_id"], text)
-        fingerprint = _fingerprint(agent, ctx) if agent.fingerprint is not None else None
-        return self._told(run, {**out, "state": ctx.state, "fingerprint": fingerprint})
+        return self._told(run, out)
 
     @activity.defn(name=w.VERIFY)
     async def verify(self, check: dict[str, Any]) -> list[str]:
@@ -281,7 +282,8 @@ class EndstateActivities:
         ctx = _context(run, calls, journal, note)
         async with _heartbeats():
             try:
-                return (await run_verifiers(agent.verifiers, ctx)).failures  # each within its timeout
+                failures = (await run_verifiers(agent.verifiers, ctx)).failures  # each within its timeout
+                return w.fitted_failures(failures)
             except Exception as exc:  # its message read off the loop; a cause Temporal could not read dropped
                 raise ApplicationError(
                     await said_soon(exc), type=type(exc).__name__, non_retryable=True, category=BENIGN

@@ -980,6 +980,8 @@ def _tool_answer(ref: RunRef, ctx: RunContext, out: dict[str, Any]) -> str | Too
     ctx.state.clear()
     ctx.state.update(out["state"])
     ref.fingerprint = out.get("fingerprint")
+    if isinstance(why := out.get(w.TOO_LARGE), str):  # the state the tool left was too large to carry
+        ref.too_large = ref.too_large or PayloadTooLarge(why, "payload_too_large")
     if not out["is_error"]:
         return ToolOutput(*out["blocks"]) if out.get("blocks") else str(out["text"])
     if not workflow.patched(VERBATIM_ERRORS):  # a run started before replays its errors as they were

@@ -101,6 +101,9 @@ MAX_PAYLOAD_BYTES = 1_500_000
 MAX_KEYWORD_BYTES = 2048  # of a keyword search attribute's value (agent, task type): Temporal's default
 MAX_HISTORY_BYTES = 40_000_000
 MAX_HISTORY_EVENTS = 40_000
+# A tool activity's answer, whole (`fitted_answer`): under the server's blob size limit (2 MiB by default,
+# 2,097,152 bytes), which refuses a larger one, the tool then run again
+MAX_ANSWER_BYTES = 2_000_000
 MAX_BLOCK_BYTES = 1_000_000  # a tool result's content blocks: room left in its payload for the run's state
 
 
@@ -457,6 +460,52 @@ def outcome_json(outcome: ToolOutcome, tool: str) -> dict[str, Any]:
         )
         return out | {"text": text, "is_error": True, "error_type": "payload_too_large"}
     return out | {"blocks": blocks}
+
+
+def fitted_answer(answer: dict[str, Any], tool: str, state_before: dict[str, Any]) -> dict[str, Any]:
+    """A tool activity's `answer` (its outcome and the run's state) that fits one payload. A result too
+    large for one (a 3 MB export) was refused by the server, and Temporal ran the tool again, 5 times in
+    all, before the run went on without it: it is the tool's error (`payload_too_large`), the tool having
+    run once. When the state is what is too large, the run cannot go on without it: the answer keeps the
+    state as it was and says why under `TOO_LARGE` (the workflow stops the run `payload_too_large`)."""
+    if payload_size(answer) <= MAX_ANSWER_BYTES:
+        return answer
+    size = payload_size(answer.get("text")) + (payload_size(answer["blocks"]) if "blocks" in answer else 0)
+    text = (
+        f"Error: tool {tool!r} ran, but its result is {size:,} bytes, over the {MAX_ANSWER_BYTES:,} a "
+        "Temporal run carries in one payload, so it was not kept: return less at a time (a page, a range, a "
+        "filter), or write it to a file and return the file's path"
+    )
+    kept = {k: v for k, v in answer.items() if k != "blocks"}
+    small = kept | {"text": text, "is_error": True, "error_type": "payload_too_large"}
+    if payload_size(small) <= MAX_ANSWER_BYTES:
+        return small
+    why = (
+        f"the run's state is {payload_size(answer.get('state')):,} bytes after the call of {tool!r}, over "
+        f"the {MAX_ANSWER_BYTES:,} an Endstate run sends in one Temporal payload: keep the state small (a "
+        "path or an id, not the data), or run this agent on the PostgreSQL store"
+    )
+    return small | {"state": state_before, "fingerprint": None, TOO_LARGE: why}
+
+
+MAX_FAILURES = 1_000  # a verification's failures a Temporal run keeps (`fitted_failures`)
+
+
+def fitted_failures(failures: list[str]) -> list[str]:
+    """A verification's failures cut to fit the verify activity's answer (`MAX_ANSWER_BYTES`, at most
+    `MAX_FAILURES` of them). One over the server's limit (a test suite's whole output) was refused, the
+    verifiers run again, 3 times in all, and the run ended `error` saying a verifier raised
+    PayloadsTooLarge. The model is sent at most `max_result_chars` of them anyway (40,000 by default)."""
+    if payload_size(failures) <= MAX_ANSWER_BYTES and len(failures) <= MAX_FAILURES:
+        return failures
+    kept = failures[:MAX_FAILURES]
+    most = MAX_ANSWER_BYTES // (2 * 6 * len(kept))  # characters each: JSON writes one in 6 bytes at most
+    cut = [f if len(f) <= most else f"{f[:most]} [Endstate: cut from {len(f):,} characters]" for f in kept]
+    more = len(failures) - len(kept)
+    return cut + ([f"[Endstate: and {more:,} more failures]"] if more else [])
+
+
+TOO_LARGE = "too_large"  # a tool activity's answer: why the run stops `payload_too_large` (`fitted_answer`)
 
 
 def payload_size(value: Any) -> int:
