@@ -119,7 +119,9 @@ def make_chaos(state: dict[str, Any]) -> Agent:
         tools=[work, nap, wire],
         budget=Budget(max_turns=40, max_seconds=600),
         task_type="chaos",
-        help=HelpPolicy(wait_seconds=3600),
+        help=HelpPolicy(
+            wait_seconds=float(state.get("wait", 3600)), on_timeout=state.get("on_timeout", "end")
+        ),
     )
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pg
 from chaos_agents import APPROVED, Execution, plan_for, read_world, token_of
 from ports import free_port
 from test_runner_agents import env_with_tests
@@ -31,6 +32,7 @@ from agent.durable.store.base import RunRecord, RunStatus
 
 CATALOG = "chaos_agents:catalog"
 LEASE = 2.0
+STORE_TIMEOUT = "2"  # seconds: a process stalled inside a write (SIGSTOP) holds the others' writes past it
 NAMED = {"success", "limit", "gave_up", "need_help", "no_progress", "help_timeout", "cancelled", "error"}
 
 
@@ -61,6 +63,7 @@ class Chaos:
     unlisted: set[str] = field(
         default_factory=set
     )  # waiting runs /pending missed, or listed runs not waiting
+    accepted: dict[str, int] = field(default_factory=dict)  # run id -> the answers a 202 took
     started: list[str] = field(default_factory=list)  # the run ids a start was accepted for
     ends: dict[int, float] = field(default_factory=dict)  # pid -> the runs' ends it counted, last read
 
@@ -71,7 +74,17 @@ class Chaos:
     # -- processes -------------------------------------------------------------------------------
 
     def start_server(self) -> Server:
-        server = Server(self.store_url, self.tmp, "--lease", str(LEASE), "--grace", "1", catalog=CATALOG)
+        server = Server(
+            self.store_url,
+            self.tmp,
+            "--lease",
+            str(LEASE),
+            "--store-timeout",
+            STORE_TIMEOUT,
+            "--grace",
+            "1",
+            catalog=CATALOG,
+        )
         self.servers.append(server)
         return server
 
@@ -88,7 +101,19 @@ class Chaos:
         ready (a crash loop's restarts die there)."""
         port = free_port()
         env = {**env_with_tests(), "ENDSTATE_TOKEN": TOKEN}
-        args = ["serve", "--port", str(port), "--lease", str(LEASE), "--grace", "1", "--catalog", CATALOG]
+        args = [
+            "serve",
+            "--port",
+            str(port),
+            "--lease",
+            str(LEASE),
+            "--store-timeout",
+            STORE_TIMEOUT,
+            "--grace",
+            "1",
+            "--catalog",
+            CATALOG,
+        ]
         proc = spawn(*args, store=self.store_url, env=env, log=self.tmp / f"early-{port}.log")
         time.sleep(self.rng.uniform(0.3, 3.0))
         self.blows.append(Blow(proc.pid, "EARLY", time.time()))
@@ -110,7 +135,7 @@ class Chaos:
             return
         item = self.rng.choice(waiting)
         command = ["approve", item["run_id"]] if item["pending"] else ["answer", item["run_id"], "go on"]
-        args = [*command, "--lease", str(LEASE), "--catalog", CATALOG]
+        args = [*command, "--lease", str(LEASE), "--store-timeout", STORE_TIMEOUT, "--catalog", CATALOG]
         proc = spawn(
             *args, store=self.store_url, log=self.tmp / f"cli-{item['run_id']}-{time.time():.0f}.log"
         )
@@ -118,6 +143,15 @@ class Chaos:
         self.blows.append(Blow(proc.pid, "CLI", time.time()))
         proc.kill()
         proc.wait(timeout=30)
+
+    def database_restarted(self) -> None:
+        """The PostgreSQL server restarts (a fast shutdown: every connection cut) and is back after a
+        random while, shorter or longer than the runner's retries of a failed write."""
+        server = pg.shared_server()
+        self.blows.append(Blow(0, "DB", time.time()))
+        server.pause()
+        self.answer_for(self.rng.uniform(0.2, 10.0))  # answers fail meanwhile: the runs keep waiting
+        server.resume()
 
     def alive(self) -> list[Server]:
         return [s for s in self.servers if s.proc.poll() is None]
@@ -167,10 +201,18 @@ class Chaos:
         for t in threads:
             t.join(timeout=120)
 
+    @staticmethod
+    def _patience(seed: int) -> dict[str, Any]:
+        """How long a run waits for a person: mostly an hour; some a second or three, then end
+        (`help_timeout`) or go on with the default answer, racing the people and the blows."""
+        rng = random.Random(seed)
+        kind = rng.choice(["patient", "patient", "patient", "end", "resume"])
+        return {} if kind == "patient" else {"wait": round(rng.uniform(0.5, 3.0), 2), "on_timeout": kind}
+
     def _start_one(self, seed: int) -> None:
         run_id = f"chaos-{seed}"
         body = {"agent": "chaos", "task": f"chaos {seed}", "run_id": run_id}
-        body["state"] = {"seed": seed, "world": str(self.world)}
+        body["state"] = {"seed": seed, "world": str(self.world)} | self._patience(seed)
         self.run_ids.append(run_id)  # checked whether or not a start took: a lost reply may hide one
         for _ in range(50):
             client = self.client()
@@ -213,7 +255,9 @@ class Chaos:
             r = client.post(f"/runs/{run_id}/deny", json={"segments": segments, "reason": "no"})
         else:
             r = client.post(f"/runs/{run_id}/answer", json={"answer": "go on", "segments": segments})
-        self.answered += r.status_code == 202
+        if r.status_code == 202:
+            self.answered += 1
+            self.accepted[run_id] = self.accepted.get(run_id, 0) + 1
 
     def answer_for(self, seconds: float) -> None:
         end = time.monotonic() + seconds
@@ -244,6 +288,8 @@ class Chaos:
                 self.killed_starting()
             if self.rng.random() < 0.3:
                 self.killed_answering()
+            if self.store_url.startswith("postgresql") and self.rng.random() < 0.25:
+                self.database_restarted()
         self.finish()
 
     def finish(self, timeout: float = 120) -> None:
@@ -303,7 +349,7 @@ class Chaos:
         """What the play did, for the test's output."""
         kinds = {
             k: sum(b.kind == k for b in self.blows)
-            for k in ("KILL", "TERM", "TERMKILL", "STOP", "EARLY", "CLI")
+            for k in ("KILL", "TERM", "TERMKILL", "STOP", "EARLY", "CLI", "DB")
         }
         world = read_world(self.world)
         begun = [e.key for e in world if e.phase == "begin"]
@@ -343,7 +389,7 @@ def check_invariants(chaos: Chaos) -> list[str]:
     world = read_world(chaos.world)
     problems += _ends(chaos, records)
     for run_id, journal in journals.items():
-        problems += _journal(run_id, journal) + _script(records[run_id], journal)
+        problems += _journal(run_id, journal) + _script(chaos, records[run_id], journal)
     problems += _executions(chaos, journals, world)
     problems += _metrics(chaos, records)
     return problems
@@ -355,6 +401,8 @@ def _ends(chaos: Chaos, records: dict[str, RunRecord]) -> list[str]:
     for r in records.values():
         if r.status is not RunStatus.FINISHED or str(r.stop_reason) not in NAMED:
             out.append(f"run {r.run_id} did not end: {r.status} {r.stop_reason}")
+        elif str(r.stop_reason) == "help_timeout" and r.state.get("on_timeout") == "end":
+            pass  # it waited its second or three for nobody
         elif str(r.stop_reason) != "success":
             out.append(f"run {r.run_id} ended {r.stop_reason} ({r.error_type}): {r.note[:300]}")
         numbers = {**r.usage.flat(), "turns": r.turns, "active": r.active_seconds, "wait": r.waiting_seconds}
@@ -374,24 +422,36 @@ def _journal(run_id: str, journal: list[dict[str, Any]]) -> list[str]:
             if entry["call_id"] in answered:
                 out.append(f"run {run_id}: call {entry['call_id']} has two results")
             answered.add(entry["call_id"])
+    if journal and journal[-1]["type"] == "stopped" and journal[-1]["reason"] == "help_timeout":
+        answered |= {
+            e["suspension"].get("call_id") for e in journal if e["type"] == "suspended"
+        }  # never approved
     if asked - answered:
         out.append(f"run {run_id}: calls {sorted(asked - answered)} have no result")
-    if (stops := [e for e in journal if e["type"] == "stop"]) and stops[-1] is not journal[-1]:
-        out.append(f"run {run_id}: its journal goes on after its stop")
     return out
 
 
 _TOOLS = {"work", "nap", APPROVED}
 
 
-def _script(record: RunRecord, journal: list[dict[str, Any]]) -> list[str]:
+def _script(chaos: Chaos, record: RunRecord, journal: list[dict[str, Any]]) -> list[str]:
     """A run followed its script: one reply per step, in order, none lost or played twice, and the
     turns it counted are its replies."""
     plan = plan_for(int(record.state["seed"]))
     want = [[b["name"] for b in step] for step in plan]
     replies = [e for e in journal if e["type"] == "reply"]
     got = [[p["name"] for p in e["parts"] if p.get("type") == "call"] for e in replies]
-    out = [] if got == want else [f"run {record.run_id} played {got}, not its script {want}"]
+    ended_early = str(record.stop_reason) == "help_timeout"  # a prefix of its script, then no answer
+    played = got == want or (ended_early and got == want[: len(got)])
+    out = [] if played else [f"run {record.run_id} played {got}, not its script {want}"]
+    people = sum(e["type"] == "answered" and e.get("by", "person") == "person" for e in journal)
+    if people < chaos.accepted.get(record.run_id, 0):
+        out.append(
+            f"run {record.run_id}: {chaos.accepted[record.run_id]} answers were taken (202), {people} kept"
+        )
+    last = journal[-1] if journal else {}
+    if (last.get("type"), last.get("reason")) != ("stopped", str(record.stop_reason)):
+        out.append(f"run {record.run_id} ended {record.stop_reason}, its journal with {last}")
     if record.turns != len(replies):
         out.append(f"run {record.run_id} counted {record.turns} turns for {len(replies)} replies")
     return out
@@ -427,6 +487,15 @@ def _indexed(journals: dict[str, list[dict[str, Any]]]) -> tuple[dict[str, str],
     return calls, recorded
 
 
+def _cut(blow: Blow, execution: Execution) -> bool:
+    """True when `blow` may have kept `execution`'s result from the store: a blow to its process after
+    it began, or the database down soon after it began (a result whose write failed past the runner's
+    retries runs again, as after a crash)."""
+    if blow.kind == "DB":
+        return 0 < blow.at - execution.at < 30
+    return blow.pid == execution.pid and blow.at > execution.at
+
+
 def _ran(chaos: Chaos, key: str, runs: list[Execution], tool: str | None, token: str | None) -> list[str]:
     """The broken promises in one call's executions `runs` (in order): `tool` its journal's (None: no
     journal has it), `token` the recorded execution's (None: no result of an execution recorded)."""
@@ -434,7 +503,7 @@ def _ran(chaos: Chaos, key: str, runs: list[Execution], tool: str | None, token:
     if tool == APPROVED and len(runs) > 1:
         out.append(f"approved call {key} ran {len(runs)} times: {runs}")
     for early in runs[:-1]:  # each execution but the last must have been cut by a blow
-        if not any(b.pid == early.pid and b.at > early.at for b in chaos.blows):
+        if not any(_cut(b, early) for b in chaos.blows):
             out.append(f"{key} ran again after an execution in {early.pid} that no blow cut: {runs}")
     if token is not None and token != runs[-1].token:
         out.append(f"{key}: its recorded result came from {token}, yet it ran again: {runs}")
