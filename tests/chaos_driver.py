@@ -162,7 +162,12 @@ class Chaos:
         if kind == "STOP" and len(self.alive()) < 2:
             self.start_server()  # a stalled replica is taken over by another
         self.count_ends(server)
+        self._deal(server, kind)
+        # when it was over: the turn in flight at a SIGTERM goes on (its calls too) until the process
+        # ends it, and a stalled process goes on from where it stopped
         self.blows.append(Blow(server.proc.pid, kind, time.time()))
+
+    def _deal(self, server: Server, kind: str) -> None:
         if kind == "KILL":
             server.kill()
         elif kind == "TERM":
@@ -345,6 +350,12 @@ class Chaos:
             float(line.rpartition(" ")[2]) for line in text.splitlines() if line.startswith(name + "{")
         )
 
+    def save(self) -> None:
+        """The play's blows and taken answers as `play.json` in its folder."""
+        blows = [b.__dict__ for b in self.blows]
+        play = {"seed": self.seed, "blows": blows, "accepted": self.accepted, "started": self.started}
+        (self.tmp / "play.json").write_text(json.dumps(play))
+
     def summary(self) -> str:
         """What the play did, for the test's output."""
         kinds = {
@@ -452,6 +463,9 @@ def _script(chaos: Chaos, record: RunRecord, journal: list[dict[str, Any]]) -> l
     last = journal[-1] if journal else {}
     if (last.get("type"), last.get("reason")) != ("stopped", str(record.stop_reason)):
         out.append(f"run {record.run_id} ended {record.stop_reason}, its journal with {last}")
+    spent = sum(e.get("input_tokens", 0) + e.get("output_tokens", 0) for e in replies)
+    if record.usage.input_tokens + record.usage.output_tokens < spent:
+        out.append(f"run {record.run_id} counts fewer tokens than its journal's replies used ({spent})")
     if record.turns != len(replies):
         out.append(f"run {record.run_id} counted {record.turns} turns for {len(replies)} replies")
     return out

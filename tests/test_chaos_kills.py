@@ -32,6 +32,7 @@ def test_runs_keep_every_durability_promise_through_random_kills(store_url: str,
     finally:
         chaos.close()
     print(chaos.summary())
+    chaos.save()  # the blows and answers beside the store and the world, to look into a failure
     problems = check_invariants(chaos)
     kinds = sorted({b.kind for b in chaos.blows})
     assert chaos.run_ids and chaos.blows, "the play started no run or dealt no blow"
