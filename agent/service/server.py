@@ -25,6 +25,9 @@ from agent.service.throttle import FAILED_LIMIT, FAILED_WINDOW, Throttle
 from agent.text import one_line
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+
     import uvicorn
 
     from telemetry import Telemetry
@@ -268,7 +271,7 @@ def serve(args: argparse.Namespace) -> int:
             timeout_graceful_shutdown=max(1, int(args.grace)), backlog=accept_backlog(),
             http=guarded_h11(args.header_timeout, write_timeout=args.body_timeout),
         )  # fmt: skip
-        run_until_stopped(config)
+        run_until_stopped(config, lambda: runner.stop_soon(args.grace))
     finally:
         catalog.close()
         telemetry.shutdown()
@@ -383,16 +386,29 @@ def inbox_url(host: str, port: int) -> str:
     return f"http://{f'[{name}]' if ':' in name else name}:{port}/inbox"
 
 
-def run_until_stopped(config: uvicorn.Config) -> None:
+def run_until_stopped(config: uvicorn.Config, stopping: Callable[[], None] | None = None) -> None:
     """Serve `config` until SIGTERM or Ctrl-C. uvicorn re-raises the SIGTERM it handled once it has
     shut down (the process would die by it); this handler lets the caller go on to close what it
     opened and flush telemetry, then exit 0. A SIGTERM that comes before uvicorn has put in its
-    handler stops the server too (it was ignored, and the service ran on)."""
+    handler stops the server too (it was ignored, and the service ran on).
+
+    `stopping()` is called at the signal itself (a runner's `stop_soon`): uvicorn shuts the app down
+    only once its connections are drained (a request still in flight holds it up to its graceful
+    timeout), and runs went on taking new turns and starting tools meanwhile, their grace counted
+    only from then."""
     import uvicorn
 
-    server = uvicorn.Server(config)
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if stopping is not None:
+                stopping()
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
 
     def stop(*_: object) -> None:  # before uvicorn's own handler is in: it would have been lost
+        if stopping is not None:
+            stopping()
         server.should_exit = True
 
     previous = signal.signal(signal.SIGTERM, stop)
