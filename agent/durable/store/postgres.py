@@ -411,6 +411,43 @@ class PostgresStore(SqlStore):
         self._watchdog.close()
 
 
+_POOLED_HINT = (
+    "; a connection pooler in transaction mode (PgBouncer's pool_mode = transaction) gives each "
+    "transaction another server connection: add ?pool_mode=transaction to the store URL, or pool "
+    "Endstate's connections in session mode"
+)
+# What to do about a statement the server refused, by its SQLSTATE (`hints`)
+_HINTS = {
+    READ_ONLY: (
+        "; the server takes no writes (a standby replica, or default_transaction_read_only on for the "
+        "database or role): point --store at the primary, or turn that setting off. Nothing was changed"
+    ),
+    LOCK_NOT_AVAILABLE: (
+        "; another database session holds a lock on the run store's rows (an open transaction?): "
+        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it. "
+        f"If it held it only briefly (another worker's write), the wait was too short: Endstate waits "
+        f"{LOCK_TIMEOUT} unless the role or database sets lock_timeout (ALTER ROLE ... SET lock_timeout: "
+        "raise it there)"
+    ),
+    STATEMENT_TIMED_OUT: (
+        "; the statement ran past its statement_timeout (it changed nothing). If the server is only slow, "
+        "raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), which Endstate sets it to unless the role or "
+        "database sets it (ALTER ROLE ... SET statement_timeout: raise it there) or the URL does "
+        "(?options=-c%20statement_timeout%3D30s, which overrides the role's)"
+    ),
+    **dict.fromkeys(PREPARED_ELSEWHERE, _POOLED_HINT),
+    NO_PRIVILEGE: (
+        "; the store's role lacks a privilege on its tables: as their owner, "
+        f"{GRANT.format(schema='public', role='<the role>')} (the schema that holds them), and "
+        "ALTER DEFAULT PRIVILEGES to grant the tables of later migrations too"
+    ),
+    UNTRANSLATABLE: (
+        "; the database's encoding cannot hold every text a run carries (nothing was changed): move "
+        "the store to a database created with ENCODING 'UTF8'"
+    ),
+}
+
+
 def pool_mode(url: str, shown: str) -> tuple[str, bool]:
     """`url` without Endstate's `pool_mode` option, and whether it says `transaction` (a pooler that
     gives each transaction any server connection); a `StoreError` for a value it cannot be."""
@@ -538,50 +575,15 @@ def sqlstate_of(exc: BaseException | None) -> str | None:
 
 
 def hints(sqlstate: str | bytes | None) -> str:
-    """What to do about a statement the server refused with `sqlstate`, when there is something to do."""
-    hint = lock_hint(sqlstate) + timeout_hint(sqlstate) + pool_hint(sqlstate) + privilege_hint(sqlstate)
-    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) == UNTRANSLATABLE:
-        hint += (
-            "; the database's encoding cannot hold every text a run carries (nothing was changed): move "
-            "the store to a database created with ENCODING 'UTF8'"
-        )
-    return hint
+    """What to do about a statement the server refused with `sqlstate`, when there is something to do
+    ('' for any other failure)."""
+    return _HINTS.get((sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) or "", "")
 
 
-def privilege_hint(sqlstate: str | bytes | None) -> str:
-    """What to do when the store's role may not read or write one of its tables (one a migration made
-    after the role was granted the others, say); '' for any other failure."""
-    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != NO_PRIVILEGE:
-        return ""
-    return (
-        "; the store's role lacks a privilege on its tables: as their owner, "
-        f"{GRANT.format(schema='public', role='<the role>')} (the schema that holds them), and "
-        "ALTER DEFAULT PRIVILEGES to grant the tables of later migrations too"
-    )
-
-
-def pool_hint(sqlstate: str | bytes | None) -> str:
+def pool_hint(sqlstate: str | None) -> str:
     """What to do when a prepared statement was missing or there already: a pooler in transaction
     mode (PgBouncer's `pool_mode = transaction`) between Endstate and the server; '' otherwise."""
-    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) not in PREPARED_ELSEWHERE:
-        return ""
-    return (
-        "; a connection pooler in transaction mode (PgBouncer's pool_mode = transaction) gives each "
-        "transaction another server connection: add ?pool_mode=transaction to the store URL, or pool "
-        "Endstate's connections in session mode"
-    )
-
-
-def timeout_hint(sqlstate: str | bytes | None) -> str:
-    """What to do when the server ended a statement at its statement_timeout; '' otherwise."""
-    if (sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate) != STATEMENT_TIMED_OUT:
-        return ""
-    return (
-        "; the statement ran past its statement_timeout (it changed nothing). If the server is only slow, "
-        "raise --store-timeout (or $ENDSTATE_STORE_TIMEOUT), which Endstate sets it to unless the role or "
-        "database sets it (ALTER ROLE ... SET statement_timeout: raise it there) or the URL does "
-        "(?options=-c%20statement_timeout%3D30s, which overrides the role's)"
-    )
+    return hints(sqlstate) if sqlstate in PREPARED_ELSEWHERE else ""
 
 
 def said(text: str, url: str) -> str:
@@ -606,26 +608,6 @@ def bounded(conn: Any, timeout: float) -> Any:
         (f"{max(1, round(timeout * 1000))}ms",),
     )
     return conn
-
-
-def lock_hint(sqlstate: str | bytes | None) -> str:
-    """What to do when a statement gave up waiting for a lock, or the server takes no writes; '' for
-    any other failure."""
-    code = sqlstate.decode() if isinstance(sqlstate, bytes) else sqlstate
-    if code == READ_ONLY:
-        return (
-            "; the server takes no writes (a standby replica, or default_transaction_read_only on for the "
-            "database or role): point --store at the primary, or turn that setting off. Nothing was changed"
-        )
-    if code != LOCK_NOT_AVAILABLE:
-        return ""
-    return (
-        "; another database session holds a lock on the run store's rows (an open transaction?): "
-        "find it in pg_stat_activity (wait_event_type 'Lock', or a long 'idle in transaction') and end it. "
-        f"If it held it only briefly (another worker's write), the wait was too short: Endstate waits "
-        f"{LOCK_TIMEOUT} unless the role or database sets lock_timeout (ALTER ROLE ... SET lock_timeout: "
-        "raise it there)"
-    )
 
 
 def _let_go(conn: Any, watchdog: Watchdog, allowance: float) -> None:
