@@ -21,8 +21,9 @@ from starlette.requests import Request
 
 from agent.durable.review import UPKEEP_EVERY, Upkeep
 from agent.durable.runner import Runner
-from agent.errors import ConfigError, EndstateError
+from agent.errors import ConfigError
 from agent.service.auth import Token
+from agent.service.failing import Failing
 from agent.service.http import BODY_TIMEOUT, PAGE_SIZE, Problem
 from agent.service.throttle import Throttle, address_of
 
@@ -69,6 +70,7 @@ class Service:
     ready: bool = False
     signed_out: dict[str, float] = field(default_factory=dict)  # inbox sessions ended here: id -> when
     throttle: Throttle = field(default_factory=Throttle)  # failed token attempts per client address
+    failing: Failing = field(default_factory=Failing)  # the periodic tasks failing now (logged sparingly)
     starting: int = 0  # starts admitted and not yet spawned (see `Api.start`)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _calls: ThreadPoolExecutor | None = None  # see `off_loop`
@@ -170,7 +172,9 @@ class Service:
                 for job in await self._jobs("aexpiry_jobs", "expiry_jobs"):
                     self.runner.spawn(job)
             except Exception as exc:  # one that escaped would end this loop, unseen, for good
-                _failed("the deadline sweep", exc)
+                self.failing.failed("the deadline sweep", exc)
+            else:
+                self.failing.worked("the deadline sweep")
             await self._recover()
 
     async def _audit_forever(self) -> None:
@@ -182,7 +186,9 @@ class Service:
             try:
                 await self.runner.audit_due()
             except Exception as exc:  # one that escaped would end this loop, unseen, for good
-                _failed("making the due success audits", exc)
+                self.failing.failed("making the due success audits", exc)
+            else:
+                self.failing.worked("making the due success audits")
 
     def throttled(self, request: Request) -> int:
         """Seconds the request's client must wait before offering a token again (0: it may now)."""
@@ -208,7 +214,9 @@ class Service:
             try:
                 await run_in_threadpool(upkeep.once)
             except Exception as exc:  # one that escaped would end this loop, unseen, for good
-                _failed("pruning or counting labels", exc)
+                self.failing.failed("pruning or counting labels", exc)
+            else:
+                self.failing.worked("pruning or counting labels")
             await asyncio.sleep(self.upkeep_interval)
 
     async def _jobs(self, made_async: str, made: str, *args: Any) -> list[Any]:
@@ -232,7 +240,9 @@ class Service:
             for job in await self._jobs("arecovery_jobs", "recovery_jobs", room):
                 self.runner.spawn(job)
         except Exception as exc:
-            _failed("recovering runs", exc)
+            self.failing.failed("recovering runs", exc)
+        else:
+            self.failing.worked("recovering runs")
 
 
 class _Gate:
@@ -254,16 +264,6 @@ class _Gate:
             if self._state == "queued":
                 self._state = "abandoned"
         return self._state == "abandoned"
-
-
-def _failed(what: str, exc: Exception) -> None:
-    """Log a periodic task's failure, and go on: an EndstateError in one line, as it says what is wrong
-    (a store that restarts fails every sweep meanwhile; a traceback each time would bury the cause);
-    any other with its traceback, which says where."""
-    if isinstance(exc, EndstateError):
-        log.error("%s failed; trying again later: %s", what, exc)
-    else:
-        log.error("%s failed; trying again later", what, exc_info=exc)
 
 
 def _retrieved(probe: asyncio.Future[Any]) -> None:
