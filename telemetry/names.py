@@ -219,13 +219,14 @@ ERROR_OTHER: Final = "_OTHER"  # error_type label past the per-model cap (the co
 METRIC_RUNS_RESUMED: Final = "agent_runs_resumed"  # counter -> agent_runs_resumed_total
 # Its `stopped_ago` label: how long before the resume the resumed segment stopped (suspended, for
 # need_help), at most, in the share rules' windows, so that a window subtracts only resumes of stops it
-# may hold: "1h", "6h", "1d", "older" (past a day), or "unknown" (a snapshot saved before stops kept their
-# time). A few fixed values, never the seconds: the rules need no finer cut. ("1d" came later: an agent
-# from before it says "older" for a stop 6 hours to a day old.)
+# may hold: "1h", "6h", "1d", "7d", "older" (past a week), or "unknown" (a snapshot saved before stops kept
+# their time). A few fixed values, never the seconds: the rules need no finer cut. ("1d" and "7d" came
+# later: an agent from before them says "older" for a stop 6 hours to a day old, or a day to a week.)
 LABEL_STOPPED_AGO: Final = "stopped_ago"
 STOPPED_AGO_1H: Final = "1h"
 STOPPED_AGO_6H: Final = "6h"
 STOPPED_AGO_1D: Final = "1d"
+STOPPED_AGO_7D: Final = "7d"
 STOPPED_AGO_OLDER: Final = "older"
 STOPPED_AGO_UNKNOWN: Final = "unknown"
 # (upper bound in seconds, value), shortest first; past the last: STOPPED_AGO_OLDER
@@ -233,11 +234,13 @@ STOPPED_AGO_BOUNDS: Final = (
     (3600.0, STOPPED_AGO_1H),
     (6 * 3600.0, STOPPED_AGO_6H),
     (24 * 3600.0, STOPPED_AGO_1D),
+    (7 * 24 * 3600.0, STOPPED_AGO_7D),
 )
 STOPPED_AGO_VALUES: Final = (
     STOPPED_AGO_1H,
     STOPPED_AGO_6H,
     STOPPED_AGO_1D,
+    STOPPED_AGO_7D,
     STOPPED_AGO_OLDER,
     STOPPED_AGO_UNKNOWN,
 )

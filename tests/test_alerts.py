@@ -278,11 +278,12 @@ def test_run_ends_are_stops_minus_resumes_of_that_reason() -> None:
         assert 'stop_reason!~"need_help|cancelled"' in by_name[stops]
     # Each window subtracts only the resumes of stops it may hold (`stopped_ago` at most its
     # length); `!~`/`!=` keep `unknown` and a series without the label subtracted, as before.
-    # `older` (over a day) may be of a stop before the day: subtracted from no window.
+    # `7d` (a day to a week) only from the week's; `older` (over a week): from no window.
     windows = (
-        ("1h", 'stopped_ago!~"6h|1d|older"'),
-        ("6h", 'stopped_ago!~"1d|older"'),
-        ("1d", 'stopped_ago!="older"'),
+        ("1h", 'stopped_ago!~"6h|1d|7d|older"'),
+        ("6h", 'stopped_ago!~"1d|7d|older"'),
+        ("1d", 'stopped_ago!~"7d|older"'),
+        ("7d", 'stopped_ago!="older"'),
     )
     for window, matcher in windows:
         resumed = re.findall(r"agent_runs_resumed_total\{([^}]*)\}", by_name[resumes_of(window)])

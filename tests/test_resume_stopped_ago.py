@@ -72,13 +72,17 @@ LOOK_THEN_DONE = [[call("look", path="a")], [call("look", path="b")], [finish("d
         (6 * HOUR, "6h"),
         (6 * HOUR + 1, "1d"),
         (24 * HOUR, "1d"),
-        (24 * HOUR + 1, "older"),
-        (3 * 24 * HOUR, "older"),
+        (24 * HOUR + 1, "7d"),
+        (3 * 24 * HOUR, "7d"),
+        (7 * 24 * HOUR, "7d"),
+        (7 * 24 * HOUR + 1, "older"),
+        (30 * 24 * HOUR, "older"),
     ],
 )
 def test_a_limit_stop_given_more_budget_is_counted_by_how_long_ago_it_stopped(after: float, ago: str) -> None:
-    """A host that gives a limit stop more turns days later counts an `older` resume, which no share's
-    window subtracts; within the hour, `1h`; within the day, `1d` (the bounds are "at most")."""
+    """A host that gives a limit stop more turns weeks later counts an `older` resume, which no share's
+    window subtracts; within the hour, `1h`; within the day, `1d`; within the week (which only the
+    week's window subtracts), `7d` (the bounds are "at most")."""
     metrics, clock = MetricsHooks(), Clock()
     limited = agent(metrics, clock, LOOK_THEN_DONE, budget=Budget(max_turns=1))
     first = limited.run("read")
@@ -161,7 +165,9 @@ def test_a_stop_keeps_its_time_through_the_codec_and_a_checkpoint_says_none() ->
         (float("nan"), T0, "unknown"),
         (T0 - 7 * HOUR, T0, "1d"),  # past 6 hours, within the day
         (T0 - 24 * HOUR, T0, "1d"),
-        (T0 - 24 * HOUR - 1, T0, "older"),
+        (T0 - 24 * HOUR - 1, T0, "7d"),  # past a day, within the week
+        (T0 - 7 * 24 * HOUR, T0, "7d"),
+        (T0 - 7 * 24 * HOUR - 1, T0, "older"),
         (T0 - 10 * 24 * HOUR, T0, "older"),
     ],
 )
@@ -171,11 +177,11 @@ def test_odd_times_give_a_bounded_value(stopped_at: float | None, started_at: fl
 
 
 def test_the_label_takes_only_its_few_values_whatever_the_ages() -> None:
-    """No raw seconds: a thousand resumes at a thousand ages make at most the five values."""
+    """No raw seconds: a thousand resumes at a thousand ages make at most the six values."""
     metrics = MetricsHooks()
     info = RunInfo("r", AGENT, TASK_TYPE, "m", "p", "t", segment=2, resumed_from="cancelled", started_at=T0)
     for i in range(1000):
-        metrics.run_started(dataclasses.replace(info, run_id=f"r{i}", resumed_stopped_at=T0 - i * 97.0))
+        metrics.run_started(dataclasses.replace(info, run_id=f"r{i}", resumed_stopped_at=T0 - i * 700.0))
     family = next(f for f in metrics.registry.collect() if f.name == n.METRIC_RUNS_RESUMED)
     seen = {s.labels[n.LABEL_STOPPED_AGO] for s in family.samples if s.name.endswith("_total")}
     assert seen == set(n.STOPPED_AGO_VALUES)
@@ -186,8 +192,8 @@ def test_the_label_takes_only_its_few_values_whatever_the_ages() -> None:
         and s.labels[n.LABEL_STOPPED_AGO] != "unknown"
         and s.labels["stop_reason"] == "cancelled"
     }
-    # 0..3589 s, 3686..21534 s, 21631..86330 s, past 86400 s
-    assert counted == {"1h": 38, "6h": 185, "1d": 668, "older": 109}
+    # 0..3500 s, 4200..21000 s, 21700..86100 s, 86800..604100 s, past 604800 s
+    assert counted == {"1h": 6, "6h": 25, "1d": 93, "7d": 741, "older": 135}
 
 
 # -- the store runner: a resume with more budget, an answer, and recovery after a shutdown ------------
@@ -199,7 +205,7 @@ def _limited(state: dict[str, Any]) -> Agent:
 
 
 def test_the_store_runner_resumes_count_by_the_stored_stop_time(tmp_path: Path) -> None:
-    """A limit stop kept in the store, given more turns by another worker three days later (`older`);
+    """A limit stop kept in the store, given more turns by another worker three days later (`7d`);
     then its question, answered at a third worker half an hour later (`1h`)."""
     url, metrics = f"sqlite:///{tmp_path / 'runs.db'}", MetricsHooks()
     catalog = Catalog()
@@ -214,7 +220,7 @@ def test_the_store_runner_resumes_count_by_the_stored_stop_time(tmp_path: Path) 
         assert stopped.reason is StopReason.LIMIT
         asked = asyncio.run(second.resume(stopped.run_id, more=Extension(turns=5)))
         assert asked.reason is StopReason.NEED_HELP
-        assert resumed(metrics, "limit", "older") == 1
+        assert resumed(metrics, "limit", "7d") == 1
         done = asyncio.run(third.resume(stopped.run_id, "a.txt"))
         assert done.reason is StopReason.SUCCESS
         assert resumed(metrics, "need_help", "1h") == 1
@@ -237,7 +243,7 @@ def test_an_observed_run_answered_hours_later_is_counted_by_when_it_asked(rig: R
     assert done.reason is StopReason.SUCCESS
     labels = {"task_type": TASK, "stop_reason": "need_help"}
     values = {ago: _sum(rig, labels | {"stopped_ago": ago}) for ago in n.STOPPED_AGO_VALUES}
-    assert values == {"1h": 0, "6h": 1, "1d": 0, "older": 0, "unknown": 0}
+    assert values == {"1h": 0, "6h": 1, "1d": 0, "7d": 0, "older": 0, "unknown": 0}
 
 
 def test_a_home_grown_run_answered_hours_later_is_counted_by_when_it_asked(rig: Rig) -> None:
@@ -266,7 +272,7 @@ def test_a_claude_agent_sdk_deferred_call_approved_hours_later_is_counted_by_whe
     assert done.reason is StopReason.SUCCESS
     labels = {"task_type": TASK, "stop_reason": "need_help"}
     values = {ago: _sum(rig, labels | {"stopped_ago": ago}) for ago in n.STOPPED_AGO_VALUES}
-    assert values == {"1h": 0, "6h": 0, "1d": 1, "older": 0, "unknown": 0}
+    assert values == {"1h": 0, "6h": 0, "1d": 1, "7d": 0, "older": 0, "unknown": 0}
 
 
 def _sum(rig: Rig, labels: dict[str, str]) -> float:

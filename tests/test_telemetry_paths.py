@@ -305,7 +305,7 @@ def test_prepared_runs_have_every_series_at_zero_before_a_run_and_a_scrape_is_kn
     hooks.prepare_runs([(AGENT, TASK_TYPE)])
     labels = {"agent": AGENT, "task_type": TASK_TYPE}
     for reason in ("need_help", "cancelled", "limit"):
-        for ago in ("1h", "6h", "older", "unknown"):  # a first resume of any age is an increase
+        for ago in ("1h", "6h", "1d", "7d", "older", "unknown"):  # a first resume of any age is an increase
             resumed = labels | {"stop_reason": reason, "stopped_ago": ago}
             assert hooks.registry.get_sample_value("agent_runs_resumed_total", resumed) == 0
     assert hooks.registry.get_sample_value("agent_runs_started_total", labels) == 0

@@ -66,7 +66,7 @@ def test_a_question_answered_on_temporal_is_counted_by_how_long_ago_the_run_aske
                 )
                 for ago in n.STOPPED_AGO_VALUES
             }
-            assert counts == {"1h": 1, "6h": 0, "1d": 0, "older": 0, "unknown": 0}
+            assert counts == {"1h": 1, "6h": 0, "1d": 0, "7d": 0, "older": 0, "unknown": 0}
         finally:
             telemetry.shutdown()
 
