@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -211,10 +213,54 @@ def load_catalog(spec: str | None = None, default: str | None = None) -> Catalog
         raise ConfigError(f"no agent catalog: pass one as module:attribute or set ${ENV_CATALOG}")
     module_name, _, attr = spec.partition(":")
     try:
-        found = getattr(importlib.import_module(module_name), attr or "catalog")
-    except (ImportError, AttributeError) as exc:
+        module = importlib.import_module(module_name)
+    except (Exception, SystemExit) as exc:  # its code failed as it loaded (a setting it reads is missing)
+        problem = import_problem(module_name, exc)
+        raise ConfigError(f"cannot load the agent catalog {spec!r}: {problem}") from exc
+    try:
+        found = getattr(module, attr or "catalog")
+    except AttributeError as exc:
         raise ConfigError(f"cannot load the agent catalog {spec!r}: {exc}") from exc
     catalog = found() if callable(found) and not isinstance(found, Catalog) else found
     if not isinstance(catalog, Catalog):
         raise ConfigError(f"{spec!r} is not a Catalog (got {type(catalog).__name__})")
     return catalog
+
+
+def import_problem(module: str, exc: BaseException) -> str:
+    """What went wrong importing a catalog's `module`, and what to do: a module not on the path is
+    told where Python looked; a module its code needs that is not installed, to install it; any other
+    failure of its code as it loads, with the line that raised."""
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    parent, _, last = (missing or "").rpartition(".")
+    if missing and (module == missing or module.startswith(f"{missing}.")) and parent in sys.modules:
+        where = getattr(sys.modules[parent], "__path__", [""])[0]
+        return f"the package {parent!r} ({where}) has no module {last!r}: check the name"
+    if missing and (module == missing or module.startswith(f"{missing}.")):
+        return (
+            f"no module named {missing!r} on this Python's path ($PYTHONPATH, the packages installed for "
+            f"{sys.executable}, and for `endstate` commands the working directory, {os.getcwd()}): run "
+            f"from the folder that holds {missing.split('.')[0]!r}, add that folder to $PYTHONPATH, or "
+            "pip install your package there"
+        )
+    if missing:
+        return (
+            f"its module {module!r} imports {missing!r}, which is not installed for this Python "
+            f"({sys.executable}): install it there"
+        )
+    at = _own_line(exc)
+    return f"importing {module!r} raised {type(exc).__name__}: {exc}{at and f' (at {at})'}"
+
+
+def _own_line(exc: BaseException) -> str:
+    """The deepest line of a traceback in the team's own code (not Python's, an installed package's
+    or Endstate's): the line of their module that raised, or that called what raised."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    theirs = [f for f in frames if not f.filename.startswith(("<", *_NOT_THEIRS))]
+    return next((f"{f.filename}:{f.lineno}" for f in reversed(theirs or frames)), "")
+
+
+_NOT_THEIRS = tuple(
+    {os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    | {os.path.join(os.path.dirname(os.path.dirname(__file__)), "")}
+)
