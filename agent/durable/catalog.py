@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
@@ -72,6 +73,28 @@ def prepare_within(name: str, entry: AgentEntry, state: State, run_id: str, seco
             f"makes if it ends is let go by its cleanup. Make prepare return, or give it longer: "
             f"${ENV_PREPARE_TIMEOUT}=SECONDS (at most {MAX_PREPARE_TIMEOUT:g})"
         ) from None
+
+
+def named_as_entry(name: str, built: Any) -> Any:
+    """The agent an entry's `build` made, under the entry's name: the store, `runs`/`pending --agent`,
+    the help gauges and Temporal's search attributes know a run by its entry's name, so its spans and
+    metrics carry that name too (an `Agent(name=...)` of another name split one agent's figures in two,
+    and an alert's `agent` label found none of its runs). Said once a process in the log."""
+    if not isinstance(built, Agent) or built.name == name:
+        return built
+    if (name, built.name) not in _RENAMED:
+        _RENAMED.add((name, built.name))
+        log.warning(
+            "catalog entry %r built an agent named %r: its runs are stored, traced and counted as %r; "
+            "give the Agent the entry's name to silence this",
+            name,
+            built.name,
+            name,
+        )
+    return dataclasses.replace(built, name=name)
+
+
+_RENAMED: set[tuple[str, str]] = set()
 
 
 class BuildHangs(AgentUnavailable):

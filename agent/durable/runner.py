@@ -60,6 +60,7 @@ from agent.durable.catalog import (
     State,
     build_within,
     load_catalog,
+    named_as_entry,
     prepare_timeout,
     prepare_within,
 )
@@ -1514,6 +1515,8 @@ class Runner:
             )
         self._own_types[name] = built.task_type
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
+        if (named := named_as_entry(name, built)) is not built:
+            changes["name"] = named.name
         if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
             held = HeldEnds(self.hooks)  # told a segment's end once it is recorded (see `HeldEnds`)
             own: RunHooks | None = getattr(built, "hooks", None)

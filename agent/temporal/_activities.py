@@ -31,7 +31,14 @@ from agent._codec import encode_entry
 from agent.agent import Agent
 from agent.clock import CancelSignal, check_cancel, unanswered
 from agent.context import CallRecord, RunContext
-from agent.durable.catalog import AgentEntry, Catalog, PrepareHangs, prepare_timeout, prepare_within
+from agent.durable.catalog import (
+    AgentEntry,
+    Catalog,
+    PrepareHangs,
+    named_as_entry,
+    prepare_timeout,
+    prepare_within,
+)
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.journal import Journal, Result
@@ -475,7 +482,8 @@ class EndstateActivities:
         loop, nor a thread of its default executor for good. Kept in the worker's cache of the run's
         execution."""
         entry = self._entry(run["agent"])
-        agent = await _in_daemon_thread(functools.partial(entry.build, dict(run["state"])), {})
+        built = await _in_daemon_thread(functools.partial(entry.build, dict(run["state"])), {})
+        agent = named_as_entry(run["agent"], built)
         if not isinstance(agent, Agent):
             raise ConfigError(
                 f"agent {run['agent']!r} is a foreign ({agent.framework}) agent: Temporal runs Endstate "
