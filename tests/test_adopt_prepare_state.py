@@ -8,17 +8,20 @@ raises). Now each names the entry's prepare and what to return; the prepared wor
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from temporal_server import TemporalServer, serving, temporal_fixture
 
 from agent import Agent, Catalog
 from agent.cli.main import main
 from agent.durable.runner import Runner
 from agent.durable.store import open_store
 from agent.models import ScriptedModel, finish, reply
+from agent.result import StopReason
 from agent.service.app import Service, create_app
 from agent.service.auth import Token
 
@@ -60,7 +63,7 @@ def test_endstate_start_names_the_prepare_not_the_state_given(
     argv = ["start", agent, "Triage T-1", "--state", '{"ticket": "T-1"}', "--store", store]
     assert main([*argv, "--catalog", f"{__name__}:catalog"]) == 2
     said = capsys.readouterr().err
-    assert SAYS[agent] in said and "nothing was stored" in said, said
+    assert SAYS[agent] in said, said
     assert "state must be a dict" not in said
     assert open_store(store).list_runs() == []
 
@@ -79,3 +82,21 @@ def test_the_service_answers_503_naming_the_prepare_and_lets_its_world_go(agent:
         assert len(CLEANED) == 1 and isinstance(CLEANED[0]["workdir"], Path)
     else:
         assert CLEANED == []
+
+
+temporal = temporal_fixture()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", sorted(SAYS))
+def test_on_temporal_the_runs_error_names_the_prepare(agent: str, temporal: TemporalServer) -> None:
+    """Before: the run ended `error` saying "'NoneType' object is not iterable" or "Object of type
+    PosixPath is not JSON serializable", naming neither the entry nor its prepare."""
+
+    async def started() -> Any:
+        async with serving(temporal, catalog()) as runs:
+            return await asyncio.wait_for(runs.start(agent, "Triage T-1", state={"ticket": "T-1"}), 120)
+
+    result = asyncio.run(started())
+    assert result.reason is StopReason.ERROR
+    assert SAYS[agent] in result.note and f"agent {agent!r} could not be set up" in result.note

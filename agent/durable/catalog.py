@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent._codec import unwritable
 from agent._env import seconds_variable
 from agent._valid import is_text
 from agent._within import Overdue, call_within
@@ -95,6 +96,23 @@ def named_as_entry(name: str, built: Any) -> Any:
 
 
 _RENAMED: set[tuple[str, str]] = set()
+
+
+def check_prepared(agent: str, state: Any) -> None:
+    """The state a catalog entry's `prepare` returned, refused as the deployment's fault
+    (`AgentUnavailable`: HTTP 503, a Temporal run's final `ConfigError`), not the request's: a
+    `prepare` that forgot its `return`, or added a value no store keeps (a `Path`), was said as the
+    caller's state being wrong (HTTP 400), or on Temporal as a bare TypeError."""
+    if not isinstance(state, dict):
+        raise AgentUnavailable(
+            f"agent {agent!r} could not be set up: its catalog entry's prepare returned "
+            f"{type(state).__name__}, not the run's state (a dict): return the state, with what it added"
+        )
+    if (problem := unwritable(state)) is not None:
+        raise AgentUnavailable(
+            f"agent {agent!r} could not be set up: the state its catalog entry's prepare returned cannot "
+            f"be stored: {problem}; keep JSON values in it (a str, not a Path)"
+        )
 
 
 class BuildHangs(AgentUnavailable):

@@ -59,6 +59,7 @@ from agent.durable.catalog import (
     Catalog,
     State,
     build_within,
+    check_prepared,
     load_catalog,
     named_as_entry,
     prepare_timeout,
@@ -1892,26 +1893,6 @@ def check_foreign_saved(snap: Snapshot | None) -> None:
         f"run {snap.run_id} cannot be resumed from the store: its {foreign.framework} state could not "
         f"be saved when it suspended ({foreign.error}). Nothing was changed: no answer is taken, and it "
         "ends at its deadline under its help policy. Make that state serializable for later runs"
-    )
-
-
-def check_prepared(agent: str, state: Any) -> None:
-    """The state a catalog entry's `prepare` returned, refused as the deployment's fault
-    (`AgentUnavailable`, HTTP 503), not the request's: a `prepare` that forgot its `return`, or that
-    added a value no store keeps (a `Path`), was said as the caller's state being wrong (HTTP 400)."""
-    if isinstance(state, dict):
-        try:
-            check_state(state)
-        except ConfigError as exc:
-            problem = str(exc).removeprefix("the run's state cannot be stored: ")
-            raise AgentUnavailable(
-                f"agent {agent!r} could not be set up: the state its catalog entry's prepare returned "
-                f"cannot be stored: {problem}; nothing was stored"
-            ) from None
-        return
-    raise AgentUnavailable(
-        f"agent {agent!r} could not be set up: its catalog entry's prepare returned {type(state).__name__}, "
-        "not the run's state (a dict): return the state, with what it added; nothing was stored"
     )
 
 

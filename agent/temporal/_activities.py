@@ -33,8 +33,10 @@ from agent.clock import CancelSignal, check_cancel, unanswered
 from agent.context import CallRecord, RunContext
 from agent.durable.catalog import (
     AgentEntry,
+    AgentUnavailable,
     Catalog,
     PrepareHangs,
+    check_prepared,
     named_as_entry,
     prepare_timeout,
     prepare_within,
@@ -114,11 +116,14 @@ class EndstateActivities:
                     state = await asyncio.to_thread(
                         prepare_within, run["agent"], entry, state, run["run_id"], _prepare_seconds()
                     )
+                check_prepared(run["agent"], state)  # as the store's runner names it
             agent = await self._build({**run, "state": state})
         except ConfigError as exc:
             raise self._refusal(run, exc) from exc
         except PrepareHangs as exc:  # tried again, it would hang again (and hold one more thread)
             raise ApplicationError(str(exc), type="PrepareHangs", non_retryable=True) from None
+        except AgentUnavailable as exc:  # a prepare's state no run can keep: final, as a ConfigError is
+            raise _refused(str(exc)) from None
         return self._told(run, {"state": state, "plan": w.plan_of(agent)}, state)
 
     @activity.defn(name=w.MODEL)
