@@ -183,6 +183,7 @@ class Catalog:
 
     entries: dict[str, AgentEntry] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
+    seed: bool = field(default=False, repr=False)  # the CLI's default: none named with --catalog
 
     def register(self, name: str, build: Callable[[State], Agent | ForeignAgent], **hooks: Any) -> None:
         """Add the agent `name`, made by `build(state)`; `hooks` are `AgentEntry`'s other fields."""
@@ -221,7 +222,13 @@ class Catalog:
     def entry(self, name: str) -> AgentEntry:
         if name not in self.entries:
             known = ", ".join(sorted(self.entries)) or "none"
-            raise ConfigError(f"no agent named {name!r} in the catalog; known: {known}")
+            which = (
+                "the seed examples' catalog (used when neither --catalog nor $ENDSTATE_CATALOG names "
+                "yours: pass --catalog module:attr)"
+                if self.seed
+                else "the catalog"
+            )
+            raise ConfigError(f"no agent named {name!r} in {which}; known: {known}")
         return self.entries[name]
 
     def names(self) -> list[str]:
@@ -249,7 +256,8 @@ def load_catalog(spec: str | None = None, default: str | None = None) -> Catalog
 
     Without `spec`: `$ENDSTATE_CATALOG`, then `default` (the CLI passes the seed examples).
     """
-    spec = spec or os.environ.get(ENV_CATALOG) or default
+    named = spec or os.environ.get(ENV_CATALOG)
+    spec = named or default
     if not spec:
         raise ConfigError(f"no agent catalog: pass one as module:attribute or set ${ENV_CATALOG}")
     module_name, _, attr = spec.partition(":")
@@ -265,6 +273,7 @@ def load_catalog(spec: str | None = None, default: str | None = None) -> Catalog
     catalog = found() if callable(found) and not isinstance(found, Catalog) else found
     if not isinstance(catalog, Catalog):
         raise ConfigError(f"{spec!r} is not a Catalog (got {type(catalog).__name__})")
+    catalog.seed = not named and spec == SEED_CATALOG
     return catalog
 
 
