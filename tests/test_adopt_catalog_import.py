@@ -4,13 +4,14 @@ its import can fail is said in one line (exit 2) that tells what to do, never a 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ENDSTATE = str(Path(sys.executable).with_name("endstate"))
+pytestmark = pytest.mark.slow  # each test runs the console script
 
 CATALOG = """
 from agent import Agent, Catalog
@@ -26,12 +27,21 @@ catalog.register("triage", build)
 """
 
 
+def console_script() -> str:
+    """The `endstate` console script of this Python (its path is not the working directory's, as
+    `python -m agent.cli`'s is), else the one on PATH."""
+    beside = Path(sys.executable).with_name("endstate")
+    found = str(beside) if beside.exists() else shutil.which("endstate")
+    assert found, "the endstate console script is not installed: pip install -e ."
+    return found
+
+
 def endstate(cwd: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("ENDSTATE_", "OTEL_"))}
     environ.pop("PYTHONPATH", None)
     environ |= {"ENDSTATE_TRACES_FILE": str(cwd / "traces.jsonl"), **env}
     return subprocess.run(
-        [ENDSTATE, *argv], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120
+        [console_script(), *argv], cwd=cwd, env=environ, capture_output=True, text=True, timeout=120
     )
 
 
