@@ -100,3 +100,14 @@ def test_on_temporal_the_runs_error_names_the_prepare(agent: str, temporal: Temp
     result = asyncio.run(started())
     assert result.reason is StopReason.ERROR
     assert SAYS[agent] in result.note and f"agent {agent!r} could not be set up" in result.note
+
+
+def test_an_eval_case_names_the_prepare_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "the case could not run: ConfigError: the run's state cannot be stored: ..."."""
+    cases = tmp_path / "cases.yaml"
+    cases.write_text(
+        f"cases:\n  - name: triage/path\n    agent: path-state\n    catalog: {__name__}:catalog\n"
+        "    task: Triage T-1.\n    task_type: default\n    expect: gave_up\n"
+    )
+    assert main(["eval", str(cases)]) == 1
+    assert SAYS["path-state"] in capsys.readouterr().out
