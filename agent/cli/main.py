@@ -39,7 +39,7 @@ COMMAND_MODULES: list[str] = [
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:  # Ctrl-C while the command line is built (its modules load) ends it as quietly as later
-        args = build_parser().parse_args(argv)
+        args = parsed(build_parser(), argv)
         say_logs_in_lines()
         return int(args.handler(args))
     except EndstateError as exc:
@@ -92,6 +92,17 @@ def run() -> NoReturn:
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
+
+
+def parsed(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line's arguments; `endstate eval`'s case names may also follow its options
+    (`endstate eval evals/ --model M refund/late`: argparse refused the name after an option)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "eval" and not any(word.startswith("-") for word in extra):
+        args.cases = [*args.cases, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def modules_from_here() -> None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import os
+import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent._codec import unwritable
 from agent._env import seconds_variable
 from agent._valid import is_text
 from agent._within import Overdue, call_within
@@ -70,6 +74,45 @@ def prepare_within(name: str, entry: AgentEntry, state: State, run_id: str, seco
             f"makes if it ends is let go by its cleanup. Make prepare return, or give it longer: "
             f"${ENV_PREPARE_TIMEOUT}=SECONDS (at most {MAX_PREPARE_TIMEOUT:g})"
         ) from None
+
+
+def named_as_entry(name: str, built: Any) -> Any:
+    """The agent an entry's `build` made, under the entry's name: the store, `runs`/`pending --agent`,
+    the help gauges and Temporal's search attributes know a run by its entry's name, so its spans and
+    metrics carry that name too (an `Agent(name=...)` of another name split one agent's figures in two,
+    and an alert's `agent` label found none of its runs). Said once a process in the log."""
+    if not isinstance(built, Agent) or built.name == name:
+        return built
+    if (name, built.name) not in _RENAMED:
+        _RENAMED.add((name, built.name))
+        log.warning(
+            "catalog entry %r built an agent named %r: its runs are stored, traced and counted as %r; "
+            "give the Agent the entry's name to silence this",
+            name,
+            built.name,
+            name,
+        )
+    return dataclasses.replace(built, name=name)
+
+
+_RENAMED: set[tuple[str, str]] = set()
+
+
+def check_prepared(agent: str, state: Any) -> None:
+    """The state a catalog entry's `prepare` returned, refused as the deployment's fault
+    (`AgentUnavailable`: HTTP 503, a Temporal run's final `ConfigError`), not the request's: a
+    `prepare` that forgot its `return`, or added a value no store keeps (a `Path`), was said as the
+    caller's state being wrong (HTTP 400), or on Temporal as a bare TypeError."""
+    if not isinstance(state, dict):
+        raise AgentUnavailable(
+            f"agent {agent!r} could not be set up: its catalog entry's prepare returned "
+            f"{type(state).__name__}, not the run's state (a dict): return the state, with what it added"
+        )
+    if (problem := unwritable(state)) is not None:
+        raise AgentUnavailable(
+            f"agent {agent!r} could not be set up: the state its catalog entry's prepare returned cannot "
+            f"be stored: {problem}; keep JSON values in it (a str, not a Path)"
+        )
 
 
 class BuildHangs(AgentUnavailable):
@@ -140,6 +183,7 @@ class Catalog:
 
     entries: dict[str, AgentEntry] = field(default_factory=dict)
     closers: list[Callable[[], None]] = field(default_factory=list)
+    seed: bool = field(default=False, repr=False)  # the CLI's default: none named with --catalog
 
     def register(self, name: str, build: Callable[[State], Agent | ForeignAgent], **hooks: Any) -> None:
         """Add the agent `name`, made by `build(state)`; `hooks` are `AgentEntry`'s other fields."""
@@ -178,7 +222,13 @@ class Catalog:
     def entry(self, name: str) -> AgentEntry:
         if name not in self.entries:
             known = ", ".join(sorted(self.entries)) or "none"
-            raise ConfigError(f"no agent named {name!r} in the catalog; known: {known}")
+            which = (
+                "the seed examples' catalog (used when neither --catalog nor $ENDSTATE_CATALOG names "
+                "yours: pass --catalog module:attr)"
+                if self.seed
+                else "the catalog"
+            )
+            raise ConfigError(f"no agent named {name!r} in {which}; known: {known}")
         return self.entries[name]
 
     def names(self) -> list[str]:
@@ -206,15 +256,61 @@ def load_catalog(spec: str | None = None, default: str | None = None) -> Catalog
 
     Without `spec`: `$ENDSTATE_CATALOG`, then `default` (the CLI passes the seed examples).
     """
-    spec = spec or os.environ.get(ENV_CATALOG) or default
+    named = spec or os.environ.get(ENV_CATALOG)
+    spec = named or default
     if not spec:
         raise ConfigError(f"no agent catalog: pass one as module:attribute or set ${ENV_CATALOG}")
     module_name, _, attr = spec.partition(":")
     try:
-        found = getattr(importlib.import_module(module_name), attr or "catalog")
-    except (ImportError, AttributeError) as exc:
+        module = importlib.import_module(module_name)
+    except (Exception, SystemExit) as exc:  # its code failed as it loaded (a setting it reads is missing)
+        problem = import_problem(module_name, exc)
+        raise ConfigError(f"cannot load the agent catalog {spec!r}: {problem}") from exc
+    try:
+        found = getattr(module, attr or "catalog")
+    except AttributeError as exc:
         raise ConfigError(f"cannot load the agent catalog {spec!r}: {exc}") from exc
     catalog = found() if callable(found) and not isinstance(found, Catalog) else found
     if not isinstance(catalog, Catalog):
         raise ConfigError(f"{spec!r} is not a Catalog (got {type(catalog).__name__})")
+    catalog.seed = not named and spec == SEED_CATALOG
     return catalog
+
+
+def import_problem(module: str, exc: BaseException) -> str:
+    """What went wrong importing a catalog's `module`, and what to do: a module not on the path is
+    told where Python looked; a module its code needs that is not installed, to install it; any other
+    failure of its code as it loads, with the line that raised."""
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    parent, _, last = (missing or "").rpartition(".")
+    if missing and (module == missing or module.startswith(f"{missing}.")) and parent in sys.modules:
+        where = getattr(sys.modules[parent], "__path__", [""])[0]
+        return f"the package {parent!r} ({where}) has no module {last!r}: check the name"
+    if missing and (module == missing or module.startswith(f"{missing}.")):
+        return (
+            f"no module named {missing!r} on this Python's path ($PYTHONPATH, the packages installed for "
+            f"{sys.executable}, and for `endstate` commands the working directory, {os.getcwd()}): run "
+            f"from the folder that holds {missing.split('.')[0]!r}, add that folder to $PYTHONPATH, or "
+            "pip install your package there"
+        )
+    if missing:
+        return (
+            f"its module {module!r} imports {missing!r}, which is not installed for this Python "
+            f"({sys.executable}): install it there"
+        )
+    at = _own_line(exc)
+    return f"importing {module!r} raised {type(exc).__name__}: {exc}{at and f' (at {at})'}"
+
+
+def _own_line(exc: BaseException) -> str:
+    """The deepest line of a traceback in the team's own code (not Python's, an installed package's
+    or Endstate's): the line of their module that raised, or that called what raised."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    theirs = [f for f in frames if not f.filename.startswith(("<", *_NOT_THEIRS))]
+    return next((f"{f.filename}:{f.lineno}" for f in reversed(theirs or frames)), "")
+
+
+_NOT_THEIRS = tuple(
+    {os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    | {os.path.join(os.path.dirname(os.path.dirname(__file__)), "")}
+)

@@ -59,7 +59,9 @@ from agent.durable.catalog import (
     Catalog,
     State,
     build_within,
+    check_prepared,
     load_catalog,
+    named_as_entry,
     prepare_timeout,
     prepare_within,
 )
@@ -469,8 +471,11 @@ class Runner:
                 prepare_within, start.agent, entry, state, start.run_id, self.prepare_seconds
             )
             state = from_catalog(start.agent, "prepare", prepare)
+            if not isinstance(state, dict):  # nothing to hand its cleanup
+                check_prepared(start.agent, state)
         try:
-            check_state(state)  # with what `prepare` added
+            if entry.prepare is not None:
+                check_prepared(start.agent, state)  # what `prepare` added; its world is let go
             return _Made(state, self._agent(start.agent, state, start.run_id, start.task_type))
         except BaseException:
             if entry.cleanup is not None:
@@ -1514,6 +1519,8 @@ class Runner:
             )
         self._own_types[name] = built.task_type
         changes: dict[str, Any] = {"checkpoint": self._checkpointer(run_id)}
+        if (named := named_as_entry(name, built)) is not built:
+            changes["name"] = named.name
         if self.hooks is not None:  # added to the agent's own hooks, which still see its runs
             held = HeldEnds(self.hooks)  # told a segment's end once it is recorded (see `HeldEnds`)
             own: RunHooks | None = getattr(built, "hooks", None)

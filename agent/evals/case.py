@@ -54,6 +54,7 @@ import yaml
 from agent._valid import is_count, is_finite_from_zero, is_text, is_whole
 from agent.budget import check_most
 from agent.content import Block, ContentError
+from agent.durable.catalog import import_problem
 from agent.errors import ConfigError
 from agent.evals.deadline import MAX_TIMEOUT
 from agent.evals.fixtures import FIXTURES
@@ -695,7 +696,7 @@ def _import_judges_of(f: _Fields, catalog: str) -> None:
     except CatalogHangs as exc:
         raise f.error("catalog", str(exc)) from None
     except Exception as exc:  # a module that fails to import is the case's error, named as such
-        problem = f"cannot import {module!r} for its judges: {type(exc).__name__}: {exc}"
+        problem = f"cannot import {module!r} for its judges: {import_problem(module, exc)}"
         raise f.error("catalog", problem) from None
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from agent.agent import Agent
 from agent.budget import Budget, Extension
 from agent.clock import CancelSignal
-from agent.durable.catalog import Catalog, load_catalog
+from agent.durable.catalog import Catalog, check_prepared, load_catalog, named_as_entry
 from agent.durable.runner import check_state, either
 from agent.errors import ConfigError, SnapshotError
 from agent.evals.case import Case
@@ -392,10 +392,13 @@ def _catalog_world(
     state = entry.prepare(state, run_id) if entry.prepare else state
     _check_prepared(case, state)
     try:
-        check_state(state)  # as a start checks it: a state no store keeps would fail in production
+        if entry.prepare:  # as a start checks it: a state no store keeps would fail in production
+            check_prepared(case.agent, state)  # naming the prepare that made it so
+        else:
+            check_state(state)
         with tempfile.TemporaryDirectory(prefix="endstate-eval-") as tmp:
             world = World(Path(str(state.get("workdir") or tmp)))
-            built = entry.build(state)
+            built = named_as_entry(case.agent, entry.build(state))  # as a runner names it
             if not isinstance(built, Agent):
                 raise ConfigError(_not_an_agent(case, built))
             cancel = entry.cancel(state) if entry.cancel else None

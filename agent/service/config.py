@@ -274,7 +274,10 @@ def _retrieved(probe: asyncio.Future[Any]) -> None:
 
 async def first_scrape(scraped: Callable[[], bool], wait: float, then: str) -> None:
     """Until /metrics was read (its counters at zero, so `increase()` counts what comes next), at
-    most `wait` seconds; the process serves /metrics meanwhile, and then goes on (`then`)."""
+    most `wait` seconds; the process serves /metrics meanwhile, and then goes on (`then`). No wait
+    asked for (0) is none: nothing to warn of."""
+    if wait <= 0:
+        return
     deadline = asyncio.get_running_loop().time() + wait
     while not scraped():
         if asyncio.get_running_loop().time() >= deadline:

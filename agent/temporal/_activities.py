@@ -31,7 +31,16 @@ from agent._codec import encode_entry
 from agent.agent import Agent
 from agent.clock import CancelSignal, check_cancel, unanswered
 from agent.context import CallRecord, RunContext
-from agent.durable.catalog import AgentEntry, Catalog, PrepareHangs, prepare_timeout, prepare_within
+from agent.durable.catalog import (
+    AgentEntry,
+    AgentUnavailable,
+    Catalog,
+    PrepareHangs,
+    check_prepared,
+    named_as_entry,
+    prepare_timeout,
+    prepare_within,
+)
 from agent.errors import ConfigError, ModelError, TransientModelError
 from agent.history import HistoryPolicy
 from agent.journal import Journal, Result
@@ -107,11 +116,14 @@ class EndstateActivities:
                     state = await asyncio.to_thread(
                         prepare_within, run["agent"], entry, state, run["run_id"], _prepare_seconds()
                     )
+                check_prepared(run["agent"], state)  # as the store's runner names it
             agent = await self._build({**run, "state": state})
         except ConfigError as exc:
             raise self._refusal(run, exc) from exc
         except PrepareHangs as exc:  # tried again, it would hang again (and hold one more thread)
             raise ApplicationError(str(exc), type="PrepareHangs", non_retryable=True) from None
+        except AgentUnavailable as exc:  # a prepare's state no run can keep: final, as a ConfigError is
+            raise _refused(str(exc)) from None
         return self._told(run, {"state": state, "plan": w.plan_of(agent)}, state)
 
     @activity.defn(name=w.MODEL)
@@ -475,7 +487,8 @@ class EndstateActivities:
         loop, nor a thread of its default executor for good. Kept in the worker's cache of the run's
         execution."""
         entry = self._entry(run["agent"])
-        agent = await _in_daemon_thread(functools.partial(entry.build, dict(run["state"])), {})
+        built = await _in_daemon_thread(functools.partial(entry.build, dict(run["state"])), {})
+        agent = named_as_entry(run["agent"], built)
         if not isinstance(agent, Agent):
             raise ConfigError(
                 f"agent {run['agent']!r} is a foreign ({agent.framework}) agent: Temporal runs Endstate "
