@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_service_support import TOKEN, Server, metric, run_status, wait_status
+from test_service_support import TOKEN, Server, metric, run_status, wait_for, wait_status
 from test_store import edit_row
 
 from agent.durable.store import open_store
@@ -56,10 +56,14 @@ def test_start_suspend_answer_with_and_without_the_token_and_scrape_metrics(serv
         assert (done["stop_reason"], done["verified"], done["segments"]) == ("success", True, 2)
         assert done["waiting_seconds"] > 0 and done["turns"] == 4
 
-        metrics = api.get("/metrics").text
-        assert metric(metrics, "agent_help_pending", **labels) == 0.0
         stops = {**labels, "stop_reason": "success", "stop_limit": "none", "stop_cause": ""}
-        assert metric(metrics, "agent_stops_total", **stops) == 1.0
+
+        def counted() -> str | None:  # the run's end is told to telemetry once its record is written
+            text = api.get("/metrics").text
+            return text if metric(text, "agent_stops_total", **stops) == 1.0 else None
+
+        metrics = wait_for(counted, what="the run's stop counted in /metrics")
+        assert metric(metrics, "agent_help_pending", **labels) == 0.0
         assert metric(metrics, "agent_human_wait_seconds_count", **labels, outcome="answered") == 1.0
         om = api.get("/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"})
         assert om.headers["content-type"].startswith("application/openmetrics-text") and "# EOF" in om.text
