@@ -343,8 +343,10 @@ def _without_text(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "text"} if "blocks" in entry else entry
 
 
-def journal_from_json(data: list[dict[str, Any]]) -> list[Entry]:
-    return [decode_entry(d, i) for i, d in enumerate(data)]
+def journal_from_json(data: list[dict[str, Any]], start: int = 0) -> list[Entry]:
+    """Entries from their JSON; `start`: the index of the first in its journal (a `SnapshotError` names
+    the entry by its index)."""
+    return [decode_entry(d, start + i) for i, d in enumerate(data)]
 
 
 def request_json(request: ModelRequest, journal: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -357,8 +359,10 @@ def request_json(request: ModelRequest, journal: list[dict[str, Any]] | None = N
     }
 
 
-def request_from_json(data: dict[str, Any]) -> ModelRequest:
-    journal = journal_from_json(data["journal"])
+def request_from_json(data: dict[str, Any], settled: Sequence[Entry] = ()) -> ModelRequest:
+    """A model request from its JSON; its journal the entries `settled` (already decoded: a chunked
+    input's prefix) and then those `data` holds."""
+    journal = [*settled, *journal_from_json(data["journal"], start=len(settled))]
     return ModelRequest(data["system"], journal, data["tools"], data["max_tokens"])
 
 
