@@ -167,6 +167,9 @@ class EndstateActivities:
                 except Exception as exc:  # an adapter bug: the run ends as error, not retried
                     cause = exc if plain_error(exc) else None  # Temporal reads a cause's message on the loop
                     raise _failure(await said_soon(exc), type(exc).__name__) from cause
+        if (why := w.model_reply_too_large(reply, agent.max_tokens)) is not None:
+            details = {"error_type": w.PAYLOAD_TOO_LARGE, "cut": [w.usage_only(reply)]}  # its usage charged
+            raise _failure(why, "ModelError", details)
         return self._told(call["run"], {**reply, w.RAN: shared.seconds()})
 
     @activity.defn(name=w.MODEL_BY_DIGEST)
