@@ -233,6 +233,7 @@ async def late_turns(temporal: Server, folder: str, turns: int) -> None:
         took = time.perf_counter() - began
         assert result.reason is StopReason.SUCCESS, result
         histories = await _executions(runs, result.run_id)
+        peak = _peak_memory(workers[0].pid)
     finally:
         sampler.cancel()
         stop_workers(workers)
@@ -240,7 +241,7 @@ async def late_turns(temporal: Server, folder: str, turns: int) -> None:
     tenth = max((len(called) - 2) // 10, 1)
     early, late = (called[1], called[tenth + 1]), (called[-tenth - 1], called[-1])  # not the first turn
     print(f"one run of {result.turns} turns in {took:.0f} s, {len(histories)} execution(s) "
-          f"(load {os.getloadavg()[0]:.2f}):")  # fmt: skip
+          f"(load {os.getloadavg()[0]:.2f}); the worker's peak memory {peak / 1e6:.0f} MB:")  # fmt: skip
     for what, span in (("wall-clock", _spent), ("worker CPU", functools.partial(_cpu_spent, samples))):
         first, last = span(*early) / tenth, span(*late) / tenth
         print(f"  {what}: early (turns 2-{tenth + 1}) {first * 1e3:6.1f} ms a turn, late (the last {tenth}) "
@@ -257,6 +258,12 @@ async def _sample_cpu(pid: int, samples: list[tuple[float, float]]) -> None:
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _peak_memory(pid: int) -> int:
+    """The most resident memory process `pid` has held, in bytes (Linux: /proc)."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
 
 
 def _spent(begin: float, end: float) -> float:

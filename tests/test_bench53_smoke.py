@@ -210,8 +210,8 @@ def test_temporal_overhead_history(temporal: TemporalServer) -> None:
 
 def test_temporal_overhead_late(temporal: TemporalServer) -> None:
     out = smoke("temporal_overhead.py", "--late", "--temporal", temporal.address)
-    printed(out, "one run of 41 turns in", "wall-clock: early (turns 2-", "worker CPU: early (turns 2-")
-    printed(out, "late (the last 3)", "early")
+    printed(out, "one run of 41 turns in", "the worker's peak memory", "late (the last 3)")
+    printed(out, "wall-clock: early (turns 2-", "worker CPU: early (turns 2-")
 
 
 def test_temporal_overhead_stop(temporal: TemporalServer) -> None:
