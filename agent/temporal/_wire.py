@@ -29,7 +29,7 @@ from agent.content import api_block
 from agent.history import HistoryPolicy
 from agent.journal import Entry, Reply
 from agent.models._messages import part_of
-from agent.models.base import ModelReply, ModelRequest
+from agent.models.base import PROVIDER_DATA, ModelReply, ModelRequest
 from agent.models.price import Price
 from agent.policies import MAX_WAIT_SECONDS, HelpPolicy, RetryPolicy
 from agent.progress import ProgressDetector
@@ -343,8 +343,10 @@ def _without_text(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k != "text"} if "blocks" in entry else entry
 
 
-def journal_from_json(data: list[dict[str, Any]]) -> list[Entry]:
-    return [decode_entry(d, i) for i, d in enumerate(data)]
+def journal_from_json(data: list[dict[str, Any]], start: int = 0) -> list[Entry]:
+    """Entries from their JSON; `start`: the index of the first in its journal (a `SnapshotError` names
+    the entry by its index)."""
+    return [decode_entry(d, start + i) for i, d in enumerate(data)]
 
 
 def request_json(request: ModelRequest, journal: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -357,8 +359,10 @@ def request_json(request: ModelRequest, journal: list[dict[str, Any]] | None = N
     }
 
 
-def request_from_json(data: dict[str, Any]) -> ModelRequest:
-    journal = journal_from_json(data["journal"])
+def request_from_json(data: dict[str, Any], settled: Sequence[Entry] = ()) -> ModelRequest:
+    """A model request from its JSON; its journal the entries `settled` (already decoded: a chunked
+    input's prefix) and then those `data` holds."""
+    journal = [*settled, *journal_from_json(data["journal"], start=len(settled))]
     return ModelRequest(data["system"], journal, data["tools"], data["max_tokens"])
 
 
@@ -486,6 +490,30 @@ def fitted_answer(answer: dict[str, Any], tool: str, state_before: dict[str, Any
         "path or an id, not the data), or run this agent on the PostgreSQL store"
     )
     return small | {"state": state_before, "fingerprint": None, TOO_LARGE: why}
+
+
+PAYLOAD_TOO_LARGE = "payload_too_large"  # the error type of a run stopped for a payload Temporal would refuse
+
+
+def model_reply_too_large(reply: dict[str, Any], max_tokens: int) -> str | None:
+    """Why a model activity's answer, `reply`, cannot go back to the workflow (None when it can). One over
+    the server's blob size limit was refused, Temporal tried the call again, 5 times in all, and the run ended
+    `error`, `PayloadsTooLarge`: the worker fails the call instead, at once, as `payload_too_large`."""
+    if (size := payload_size(reply)) <= MAX_ANSWER_BYTES:
+        return None
+    return (
+        f"the model's reply is {size:,} bytes, over the {MAX_ANSWER_BYTES:,} a Temporal run carries in one "
+        "payload (the server refuses more than its blob size limit, 2 MiB by default), so it was not kept: "
+        f"lower the agent's max_tokens (now {max_tokens:,}), have the model write long output with a tool "
+        "(to a file) rather than in its reply, or run this agent on the PostgreSQL store"
+    )
+
+
+def usage_only(reply: dict[str, Any]) -> dict[str, Any]:
+    """A model activity's `reply` without its content (nor its provider data): what it used, to charge."""
+    extra = {k: v for k, v in reply.get("extra", {}).items() if k != PROVIDER_DATA}
+    kept = {k: v for k, v in reply.items() if k != "content"} | {"content": [], "extra": extra}
+    return kept if payload_size(kept) <= MAX_BLOCK_BYTES else kept | {"extra": {}}
 
 
 MAX_FAILURES = 1_000  # a verification's failures a Temporal run keeps (`fitted_failures`)
