@@ -91,7 +91,7 @@ def test_a_prepare_that_returns_no_state_is_named_not_its_cleanups_error(write_c
 def test_a_state_no_store_keeps_fails_the_case_as_a_start_would(write_case: Writer, tmp_path: Path) -> None:
     outcome = _outcome(write_case("since: 2026-01-01"))
     said = outcome.crashed
-    assert "the run's state cannot be stored" in said and "date" in said
+    assert "the state its catalog entry's prepare returned cannot be stored" in said and "date" in said
     assert list((tmp_path / "worlds").iterdir()) == []  # its cleanup still ran
 
 
