@@ -33,6 +33,7 @@ from agent.durable.store.base import RunRecord, RunStatus
 CATALOG = "chaos_agents:catalog"
 LEASE = 2.0
 STORE_TIMEOUT = "2"  # seconds: a process stalled inside a write (SIGSTOP) holds the others' writes past it
+SERVE_OPTIONS = ("--lease", str(LEASE), "--store-timeout", STORE_TIMEOUT, "--grace", "1")  # every serve alike
 NAMED = {"success", "limit", "gave_up", "need_help", "no_progress", "help_timeout", "cancelled", "error"}
 
 
@@ -74,17 +75,7 @@ class Chaos:
     # -- processes -------------------------------------------------------------------------------
 
     def start_server(self) -> Server:
-        server = Server(
-            self.store_url,
-            self.tmp,
-            "--lease",
-            str(LEASE),
-            "--store-timeout",
-            STORE_TIMEOUT,
-            "--grace",
-            "1",
-            catalog=CATALOG,
-        )
+        server = Server(self.store_url, self.tmp, *SERVE_OPTIONS, catalog=CATALOG)
         self.servers.append(server)
         return server
 
@@ -101,19 +92,7 @@ class Chaos:
         ready (a crash loop's restarts die there)."""
         port = free_port()
         env = {**env_with_tests(), "ENDSTATE_TOKEN": TOKEN}
-        args = [
-            "serve",
-            "--port",
-            str(port),
-            "--lease",
-            str(LEASE),
-            "--store-timeout",
-            STORE_TIMEOUT,
-            "--grace",
-            "1",
-            "--catalog",
-            CATALOG,
-        ]
+        args = ["serve", "--port", str(port), *SERVE_OPTIONS, "--catalog", CATALOG]
         proc = spawn(*args, store=self.store_url, env=env, log=self.tmp / f"early-{port}.log")
         time.sleep(self.rng.uniform(0.3, 3.0))
         self.blows.append(Blow(proc.pid, "EARLY", time.time()))

@@ -471,14 +471,12 @@ class Runner:
                 prepare_within, start.agent, entry, state, start.run_id, self.prepare_seconds
             )
             state = from_catalog(start.agent, "prepare", prepare)
-            if not isinstance(state, dict):  # nothing to hand its cleanup
-                check_prepared(start.agent, state)
         try:
             if entry.prepare is not None:
                 check_prepared(start.agent, state)  # what `prepare` added; its world is let go
             return _Made(state, self._agent(start.agent, state, start.run_id, start.task_type))
         except BaseException:
-            if entry.cleanup is not None:
+            if entry.cleanup is not None and isinstance(state, dict):  # a non-state: nothing to hand it
                 entry.cleanup(state)
             raise
 

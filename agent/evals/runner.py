@@ -390,7 +390,6 @@ def _catalog_world(
     state = copy.deepcopy(dict(case.state))  # its own: a prepare that appends to a list in it changed the
     # case's, so the next round of --repeat (or check_case) began from another state
     state = entry.prepare(state, run_id) if entry.prepare else state
-    _check_prepared(case, state)
     try:
         if entry.prepare:  # as a start checks it: a state no store keeps would fail in production
             check_prepared(case.agent, state)  # naming the prepare that made it so
@@ -405,7 +404,7 @@ def _catalog_world(
             # the world's is set by a replay where the recorded run was cancelled (its host shut down)
             yield built, world, state, either(cancel, world.cancel)
     finally:
-        if entry.cleanup:
+        if entry.cleanup and isinstance(state, dict):  # a prepare that forgot its return made nothing
             watch.phase = Phase.CLEANUP
             entry.cleanup(state)
 
@@ -419,16 +418,6 @@ def _not_an_agent(case: Case, built: Any) -> str:
         f"agent {case.agent!r}: its catalog entry's build returned {type(built).__name__}, not an Agent "
         "(its return forgotten?)"
     )
-
-
-def _check_prepared(case: Case, state: Any) -> None:
-    """A state `prepare` returned that is no dict (a `prepare` that forgot its `return`) is named as
-    such, before its `cleanup` is handed it (whose error on None hid the cause)."""
-    if not isinstance(state, dict):
-        raise ConfigError(
-            f"agent {case.agent!r}: its catalog entry's prepare returned {type(state).__name__}, not the "
-            "run's state (a dict): return the state, with what it added"
-        )
 
 
 def _replayed(case: Case, world: World) -> Model | None:
