@@ -1,5 +1,8 @@
 """Endstate: agent runs that end in a known, named state, decided and checked by code."""
 
+import importlib
+from typing import TYPE_CHECKING
+
 from agent.agent import Agent
 from agent.budget import Budget, Extension, Price, PriceTable, Spent
 from agent.checks import TurnCheck, TurnVerdict, goal, invariant
@@ -21,6 +24,10 @@ from agent.stops import StopKind, TurnSignal
 from agent.tools import Tool, tool
 from agent.usage import Usage
 from agent.verify import Verifier, all_of, command, predicate, within
+
+if TYPE_CHECKING:
+    from agent.durable.runner import Runner
+    from agent.durable.store import open_store
 
 __all__ = [
     "ToolReference",
@@ -62,6 +69,7 @@ __all__ = [
     "RunInfo",
     "RunObserver",
     "RunResult",
+    "Runner",
     "Snapshot",
     "SnapshotError",
     "SnapshotKind",
@@ -84,7 +92,19 @@ __all__ = [
     "goal",
     "invariant",
     "observe_run",
+    "open_store",
     "predicate",
     "tool",
     "within",
 ]
+
+
+_DURABLE = {"Runner": "agent.durable.runner", "open_store": "agent.durable.store"}
+
+
+def __getattr__(name: str) -> object:
+    """Durable runs' entry points (`from agent import Runner, open_store`), imported when first asked
+    for: `import agent` alone loads no store driver."""
+    if name in _DURABLE:
+        return getattr(importlib.import_module(_DURABLE[name]), name)
+    raise AttributeError(f"module 'agent' has no attribute {name!r}")
