@@ -755,11 +755,15 @@ class Runner:
     def _not_resumed(
         self, record: RunRecord, release_to: RunStatus | None, recovering: bool, exc: BaseException
     ) -> None:
-        """A held run that cannot go on (`exc`): given back as it was (the caller raises `exc`); in
-        recovery ended as error, saying why (`Unrecoverable`)."""
+        """A held run that cannot go on (`exc`): given back as it was (the caller raises `exc`), keeping
+        why the reply it was claimed with was not taken (a redeploy dropped the approved call's tool, or
+        broke the agent's build: the claim kept that reply as the run's last answer, which would else read
+        as taken); in recovery ended as error, saying why (`Unrecoverable`)."""
         if recovering and isinstance(exc, Exception):
             raise Unrecoverable(self._end_unresumable(record, exc)) from exc
-        self._let_go(record.run_id, release_to)
+        replied = record.answer is not None or record.approved is not None  # kept as its last answer
+        why = refused_why(record, release_to, exc) if replied and isinstance(exc, Exception) else None
+        self._let_go(record.run_id, release_to, why)
 
     def _resumed(
         self,
@@ -1872,8 +1876,12 @@ def check_extensible(agent: Agent | ForeignAgent, snapshot: Snapshot, more: Exte
 def refusal(job: Job, exc: Exception) -> str | None:
     """Why what a run was claimed with was not taken, as the run keeps it for the person who gave it
     (None for a sweep's expiry, which no person asked for: the next sweep tries again)."""
-    record = job.record
-    if record.answer is None and record.approved is None and job.release_to is RunStatus.WAITING:
+    return refused_why(job.record, job.release_to, exc)
+
+
+def refused_why(record: RunRecord, release_to: RunStatus | None, exc: Exception) -> str | None:
+    """`refusal` of a run claimed as `record`, given back as `release_to`."""
+    if record.answer is None and record.approved is None and release_to is RunStatus.WAITING:
         return None
     what = "the answer" if record.answer is not None else "the resume"
     if record.approved is not None:
