@@ -1490,12 +1490,19 @@ class Runner:
             await _in_daemon_thread(_cleanup, {"cleanup": entry.cleanup, "job": job})
 
     def _own_cancel(self, job: Job) -> CancelSignal | None:
-        """The run's own cancel signal, from its catalog entry's `cancel(state)`."""
+        """The run's own cancel signal, from its catalog entry's `cancel(state)`. For a stored run going
+        on (answered, resumed, recovered) a hook that raises is the entry's failure, as its build's
+        (`AgentUnavailable`): the run is given back as it was, its journal whole (a redeployed hook that
+        fails on the state older runs keep ended each such run as error, its answer lost). A start's
+        ends its new run as error (`_drive`)."""
         entry = self.catalog.entries.get(job.record.agent)
         if entry is None or entry.cancel is None:
             return None
+        cancel, state = entry.cancel, job.record.state
         what = f"the cancel signal that the catalog's cancel(state) of agent {job.record.agent!r} returned"
-        return check_cancel(entry.cancel(job.record.state), what)
+        if job.release_to is None and not job.recovering:  # a start's first segment
+            return check_cancel(cancel(state), what)
+        return from_catalog(job.record.agent, "cancel(state)", lambda: check_cancel(cancel(state), what))
 
     def _agent(
         self,
