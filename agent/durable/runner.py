@@ -778,6 +778,7 @@ class Runner:
         """The held run's job with its rebuilt `agent` (see `_resume_job`)."""
         try:
             check_approved_tool(agent, record)
+            check_model_served(agent, record)
             snapshot = self._stored_whole(record, known or self.store.snapshot(record.run_id))
             if more is not None and snapshot is not None:  # refused now, not in the background
                 check_extensible(agent, snapshot, more)
@@ -1851,6 +1852,20 @@ def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
             f"agent {record.agent!r} has no tool {pending.name!r} any more, so the approved call "
             f"cannot run; run {record.run_id} still waits. Deploy the agent with that tool again, "
             "or deny the call"
+        )
+
+
+def check_model_served(agent: Agent | ForeignAgent, record: RunRecord) -> None:
+    """Refuse (`NotInCatalog`) to go on with a stored run whose agent calls a model the model table says
+    the API has retired (its date came while the run waited): its next call would fail, ending the run as
+    error for good, the reply it was claimed with spent. Given back, it waits for the agent to be deployed
+    with a served model."""
+    retired = getattr(agent.model, "retired", "") if isinstance(agent, Agent) else ""
+    if isinstance(retired, str) and retired:
+        raise NotInCatalog(
+            f"agent {record.agent!r} cannot call its model: {retired}; every call of it fails, so run "
+            f"{record.run_id} would end as error. It is left as it was (it still waits, if it waited); "
+            "nothing was changed. Deploy the agent with a model that is served, then reply or resume again"
         )
 
 
