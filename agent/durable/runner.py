@@ -748,9 +748,11 @@ class Runner:
         return self._resumed(record, agent, release_to, recovering=recovering, more=more, known=known)
 
     def _rebuilt(self, record: RunRecord, recovering: bool) -> Agent | ForeignAgent:
-        """The held run's agent, from its catalog entry (within the prepare deadline in recovery)."""
+        """The held run's agent, from its catalog entry, within the prepare deadline: in recovery, and for
+        a claim too, which holds the run meanwhile (a redeployed build that hung held it, renewed, for
+        ever: no answer, resume or `end` could take it until the process ended)."""
         r = record
-        return self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=recovering)
+        return self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=True)
 
     def _not_resumed(
         self, record: RunRecord, release_to: RunStatus | None, recovering: bool, exc: BaseException
