@@ -100,3 +100,38 @@ def test_a_cancelled_run_resumed_under_the_new_cancel_hook_stays_cancelled(
         assert counted(tmp_path) == [1, 2]
     finally:
         fixed.store.close()
+
+
+def test_a_run_past_its_deadline_under_the_new_cancel_hook_ends_as_a_build_that_fails_in_a_sweep(
+    store_url: str, tmp_path: Path
+) -> None:
+    """The deadline sweep takes a run no person answered: a hook that fails there ends it as a build
+    that fails there does (`agent_build_failed`, resumable), not given back to fail again (and be
+    logged) at every sweep; once fixed, `resume` ends it under its help policy."""
+    old = runner(store_url)
+    try:
+        state = counter_state(tmp_path, "ask", wait=60)
+        assert (
+            asyncio.run(old.start("counter", "count", state=state, run_id="c3")).reason
+            is StopReason.NEED_HELP
+        )
+        deadline = old.store.get("c3").deadline  # type: ignore[union-attr]
+        assert deadline is not None
+    finally:
+        old.store.close()
+
+    new = runner(store_url, strict_cancel)
+    try:
+        asyncio.run(new.sweep(now=deadline + 1))
+        ended = new.store.get("c3")
+        assert ended is not None and ended.status is RunStatus.FINISHED, ended and ended.status
+        assert (ended.stop_reason, ended.error_type) == (StopReason.ERROR, "agent_build_failed"), ended.note
+        assert "cancel(state) raised KeyError" in ended.note and "endstate resume c3" in ended.note
+    finally:
+        new.store.close()
+
+    fixed = runner(store_url)
+    try:
+        assert asyncio.run(fixed.resume("c3")).reason is StopReason.HELP_TIMEOUT
+    finally:
+        fixed.store.close()

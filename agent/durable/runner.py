@@ -1248,7 +1248,9 @@ class Runner:
             signal = either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
             result = await job.segment(signal)
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
-            if job.recovering:  # nobody asked for it: it ends error, saying why
+            if job.recovering or swept_unbuildable(
+                job, exc
+            ):  # nobody asked for it: it ends error, saying why
                 raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
             await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
@@ -1505,7 +1507,10 @@ class Runner:
         what = f"the cancel signal that the catalog's cancel(state) of agent {job.record.agent!r} returned"
         if job.release_to is None and not job.recovering:  # a start's first segment
             return check_cancel(cancel(state), what)
-        return from_catalog(job.record.agent, "cancel(state)", lambda: check_cancel(cancel(state), what))
+        try:
+            return from_catalog(job.record.agent, "cancel(state)", lambda: check_cancel(cancel(state), what))
+        except AgentUnavailable as exc:
+            raise CancelHookFailed(str(exc)) from exc.__cause__
 
     def _agent(
         self,
@@ -1895,6 +1900,19 @@ def check_extensible(agent: Agent | ForeignAgent, snapshot: Snapshot, more: Exte
             f"run {snapshot.run_id} is a {agent.framework} run: it cannot be given more budget "
             "(foreign runs take no --more-* budget); nothing was changed"
         )
+
+
+class CancelHookFailed(AgentUnavailable):
+    """A catalog entry's `cancel(state)` raised for a stored run going on (see `Runner._own_cancel`)."""
+
+
+def swept_unbuildable(job: Job, exc: Exception) -> bool:
+    """True for a deadline sweep's run (no person's reply: `refusal` keeps none) whose entry's
+    `cancel(state)` raised: it ends as error there, as a build that fails in a sweep does (resumable
+    once fixed), rather than be given back to fail again at every sweep."""
+    record = job.record
+    no_reply = record.answer is None and record.approved is None
+    return isinstance(exc, CancelHookFailed) and job.release_to is RunStatus.WAITING and no_reply
 
 
 def refusal(job: Job, exc: Exception) -> str | None:
