@@ -366,6 +366,11 @@ class EndstateActivities:
                 f"raised {type(exc).__name__}: {await said_soon(exc)}. Fix the build and deploy the "
                 "worker again"
             ) from exc
+        if retired := getattr(agent.model, "retired", ""):  # its date came while the run waited
+            raise _refused(
+                f"agent {run['agent']!r} cannot call its model: {retired}; every call of it fails, so the "
+                "run would end as error. Deploy a worker whose agent calls a model that is served"
+            )
         tool = check.get("tool")
         if tool is not None and agent.tool_named(tool) is None:
             raise _refused(
