@@ -686,8 +686,9 @@ class Runner:
             raise NotInCatalog(
                 f"run {record.run_id} is a run of agent {record.agent!r}, which this catalog does not have "
                 f"(it has: {', '.join(self.catalog.names()) or 'none'}); nothing was changed. Answer or "
-                "resume it where that agent is deployed (a service, or --catalog, that has it); if no "
-                f"deployment has it any more, `endstate end {record.run_id}` ends it"
+                "resume it where that agent is deployed (a service, or --catalog, that has it); if a deploy "
+                f"renamed it, register its entry under {record.agent!r} too (its runs keep the name they "
+                f"started with); if no deployment has it any more, `endstate end {record.run_id}` ends it"
             )
         if not self.runs_task_type(record):
             raise NotInCatalog(
