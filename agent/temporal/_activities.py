@@ -366,7 +366,8 @@ class EndstateActivities:
                 f"raised {type(exc).__name__}: {await said_soon(exc)}. Fix the build and deploy the "
                 "worker again"
             ) from exc
-        if retired := getattr(agent.model, "retired", ""):  # its date came while the run waited
+        retired = getattr(agent.model, "retired", "")  # the model table's word: its date came meanwhile
+        if isinstance(retired, str) and retired:
             raise _refused(
                 f"agent {run['agent']!r} cannot call its model: {retired}; every call of it fails, so the "
                 "run would end as error. Deploy a worker whose agent calls a model that is served"
