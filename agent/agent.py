@@ -294,8 +294,11 @@ class Agent:
         """The run of a limit stop as `more` would leave it; a `SnapshotError` when it would still
         be out of budget (the runner asks before it takes the run, so an HTTP resume hears of it)."""
         run = RunState.from_snapshot(snap, self.progress(), self.clock, self.history, self.budget)
-        if (still := run.budget.plus(more).exceeded(run.tick())) is not None:
-            raise SnapshotError(f"run {snap.run_id} would still be out of {still} budget: extend {still}")
+        if (still := run.budget.plus(more).exceeded(spent := run.tick())) is not None:
+            short = run.budget.short_by(spent, still)  # the whole amount: a lowered ceiling may need more
+            raise SnapshotError(
+                f"run {snap.run_id} would still be out of {still} budget: extend {still} {short}"
+            )
         return run
 
     async def _continue(

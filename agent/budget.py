@@ -162,6 +162,21 @@ class Budget:
             else min(self.max_cost_usd + more.cost_usd, MAX_FLOAT),
         )
 
+    def short_by(self, usage: Spent, kind: LimitKind) -> str:
+        """The least more of `kind` that leaves `usage` room under this budget, and what it was measured
+        against, in words for a refused extension (`by at least 2 (it has used 3 turns; the ceiling
+        is 1)`): a deploy may have lowered the ceiling below what the run used."""
+        ceiling = self.ceilings().get(str(kind), 0.0)
+        if kind in (LimitKind.TURNS, LimitKind.TOKENS):
+            whole, most = usage.turns if kind is LimitKind.TURNS else usage.tokens, int(ceiling)
+            return f"by at least {whole - most + 1} (it has used {whole} {kind}; the ceiling is {most})"
+        if kind is LimitKind.SECONDS:
+            used = usage.active_seconds
+            said = f"it has used {used:.1f} active seconds; the ceiling is {ceiling:g}"
+            return f"by more than {used - ceiling:.1f} ({said})"
+        used = usage.cost_usd
+        return f"by more than ${used - ceiling:.4f} (it has spent ${used:.4f}; the ceiling is ${ceiling:g})"
+
     def ceilings(self) -> dict[str, float]:
         """The configured ceilings by `LimitKind` value, for dashboards (a copy of its own each call)."""
         return self._ceilings.copy()

@@ -684,8 +684,9 @@ class Runner:
             raise NotInCatalog(
                 f"run {record.run_id} is a run of agent {record.agent!r}, which this catalog does not have "
                 f"(it has: {', '.join(self.catalog.names()) or 'none'}); nothing was changed. Answer or "
-                "resume it where that agent is deployed (a service, or --catalog, that has it); if no "
-                f"deployment has it any more, `endstate end {record.run_id}` ends it"
+                "resume it where that agent is deployed (a service, or --catalog, that has it); if a deploy "
+                f"renamed it, register its entry under {record.agent!r} too (its runs keep the name they "
+                f"started with); if no deployment has it any more, `endstate end {record.run_id}` ends it"
             )
         if not self.runs_task_type(record):
             raise NotInCatalog(
@@ -746,18 +747,24 @@ class Runner:
         return self._resumed(record, agent, release_to, recovering=recovering, more=more, known=known)
 
     def _rebuilt(self, record: RunRecord, recovering: bool) -> Agent | ForeignAgent:
-        """The held run's agent, from its catalog entry (within the prepare deadline in recovery)."""
+        """The held run's agent, from its catalog entry, within the prepare deadline: in recovery, and for
+        a claim too, which holds the run meanwhile (a redeployed build that hung held it, renewed, for
+        ever: no answer, resume or `end` could take it until the process ended)."""
         r = record
-        return self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=recovering)
+        return self._agent(r.agent, r.state, r.run_id, r.task_type, saved=True, swept=True)
 
     def _not_resumed(
         self, record: RunRecord, release_to: RunStatus | None, recovering: bool, exc: BaseException
     ) -> None:
-        """A held run that cannot go on (`exc`): given back as it was (the caller raises `exc`); in
-        recovery ended as error, saying why (`Unrecoverable`)."""
+        """A held run that cannot go on (`exc`): given back as it was (the caller raises `exc`), keeping
+        why the reply it was claimed with was not taken (a redeploy dropped the approved call's tool, or
+        broke the agent's build: the claim kept that reply as the run's last answer, which would else read
+        as taken); in recovery ended as error, saying why (`Unrecoverable`)."""
         if recovering and isinstance(exc, Exception):
             raise Unrecoverable(self._end_unresumable(record, exc)) from exc
-        self._let_go(record.run_id, release_to)
+        replied = record.answer is not None or record.approved is not None  # kept as its last answer
+        why = refused_why(record, release_to, exc) if replied and isinstance(exc, Exception) else None
+        self._let_go(record.run_id, release_to, why)
 
     def _resumed(
         self,
@@ -772,6 +779,7 @@ class Runner:
         """The held run's job with its rebuilt `agent` (see `_resume_job`)."""
         try:
             check_approved_tool(agent, record)
+            check_model_served(agent, record)
             snapshot = self._stored_whole(record, known or self.store.snapshot(record.run_id))
             if more is not None and snapshot is not None:  # refused now, not in the background
                 check_extensible(agent, snapshot, more)
@@ -1239,7 +1247,9 @@ class Runner:
             signal = either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
             result = await job.segment(signal)
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
-            if job.recovering:  # nobody asked for it: it ends error, saying why
+            if job.recovering or swept_unbuildable(
+                job, exc
+            ):  # nobody asked for it: it ends error, saying why
                 raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
             await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
@@ -1484,12 +1494,22 @@ class Runner:
             await _in_daemon_thread(_cleanup, {"cleanup": entry.cleanup, "job": job})
 
     def _own_cancel(self, job: Job) -> CancelSignal | None:
-        """The run's own cancel signal, from its catalog entry's `cancel(state)`."""
+        """The run's own cancel signal, from its catalog entry's `cancel(state)`. For a stored run going
+        on (answered, resumed, recovered) a hook that raises is the entry's failure, as its build's
+        (`AgentUnavailable`): the run is given back as it was, its journal whole (a redeployed hook that
+        fails on the state older runs keep ended each such run as error, its answer lost). A start's
+        ends its new run as error (`_drive`)."""
         entry = self.catalog.entries.get(job.record.agent)
         if entry is None or entry.cancel is None:
             return None
+        cancel, state = entry.cancel, job.record.state
         what = f"the cancel signal that the catalog's cancel(state) of agent {job.record.agent!r} returned"
-        return check_cancel(entry.cancel(job.record.state), what)
+        if job.release_to is None and not job.recovering:  # a start's first segment
+            return check_cancel(cancel(state), what)
+        try:
+            return from_catalog(job.record.agent, "cancel(state)", lambda: check_cancel(cancel(state), what))
+        except AgentUnavailable as exc:
+            raise CancelHookFailed(str(exc)) from exc.__cause__
 
     def _agent(
         self,
@@ -1841,6 +1861,20 @@ def check_approved_tool(agent: Agent | ForeignAgent, record: RunRecord) -> None:
         )
 
 
+def check_model_served(agent: Agent | ForeignAgent, record: RunRecord) -> None:
+    """Refuse (`NotInCatalog`) to go on with a stored run whose agent calls a model the model table says
+    the API has retired (its date came while the run waited): its next call would fail, ending the run as
+    error for good, the reply it was claimed with spent. Given back, it waits for the agent to be deployed
+    with a served model."""
+    retired = getattr(agent.model, "retired", "") if isinstance(agent, Agent) else ""
+    if isinstance(retired, str) and retired:
+        raise NotInCatalog(
+            f"agent {record.agent!r} cannot call its model: {retired}; every call of it fails, so run "
+            f"{record.run_id} would end as error. It is left as it was (it still waits, if it waited); "
+            "nothing was changed. Deploy the agent with a model that is served, then reply or resume again"
+        )
+
+
 def task_type_refused(agent: str, task_type: str, allowed: str, saved_run: str | None) -> ConfigError:
     """A task type the agent's catalog entry does not run: asked for by a start, or saved with
     `saved_run` (a redeploy dropped it from the entry since: the run is refused, not relabelled)."""
@@ -1867,11 +1901,28 @@ def check_extensible(agent: Agent | ForeignAgent, snapshot: Snapshot, more: Exte
         )
 
 
+class CancelHookFailed(AgentUnavailable):
+    """A catalog entry's `cancel(state)` raised for a stored run going on (see `Runner._own_cancel`)."""
+
+
+def swept_unbuildable(job: Job, exc: Exception) -> bool:
+    """True for a deadline sweep's run (no person's reply: `refusal` keeps none) whose entry's
+    `cancel(state)` raised: it ends as error there, as a build that fails in a sweep does (resumable
+    once fixed), rather than be given back to fail again at every sweep."""
+    record = job.record
+    no_reply = record.answer is None and record.approved is None
+    return isinstance(exc, CancelHookFailed) and job.release_to is RunStatus.WAITING and no_reply
+
+
 def refusal(job: Job, exc: Exception) -> str | None:
     """Why what a run was claimed with was not taken, as the run keeps it for the person who gave it
     (None for a sweep's expiry, which no person asked for: the next sweep tries again)."""
-    record = job.record
-    if record.answer is None and record.approved is None and job.release_to is RunStatus.WAITING:
+    return refused_why(job.record, job.release_to, exc)
+
+
+def refused_why(record: RunRecord, release_to: RunStatus | None, exc: Exception) -> str | None:
+    """`refusal` of a run claimed as `record`, given back as `release_to`."""
+    if record.answer is None and record.approved is None and release_to is RunStatus.WAITING:
         return None
     what = "the answer" if record.answer is not None else "the resume"
     if record.approved is not None:

@@ -550,6 +550,12 @@ class AnthropicModel:
         return self._context_window
 
     @property
+    def retired(self) -> str:
+        """What the model table says of this model when the Claude API has retired it (every call of it
+        fails: its date, and what to move to), else ""; "" for a Bedrock or Vertex AI id too."""
+        return self._retired
+
+    @property
     def max_output(self) -> int | None:
         """The most output tokens one call can ask for (`max_tokens`), from the model table (None
         when unknown)."""

@@ -356,6 +356,22 @@ class EndstateActivities:
                 f"has agent {run['agent']!r} on this task queue"
             )
             raise self._refusal(run, exc, said) from exc
+        except (Exception, SystemExit) as exc:  # the entry's build raised: a redeploy broke it, refused at
+            # once, as the store's runner refuses it (tried again, it failed the check's whole 20 s)
+            log.warning(
+                "run %s: the catalog's build of agent %r raised", run["run_id"], run["agent"], exc_info=True
+            )
+            raise _refused(
+                f"agent {run['agent']!r} could not be set up on this worker: its catalog entry's build "
+                f"raised {type(exc).__name__}: {await said_soon(exc)}. Fix the build and deploy the "
+                "worker again"
+            ) from exc
+        retired = getattr(agent.model, "retired", "")  # the model table's word: its date came meanwhile
+        if isinstance(retired, str) and retired:
+            raise _refused(
+                f"agent {run['agent']!r} cannot call its model: {retired}; every call of it fails, so the "
+                "run would end as error. Deploy a worker whose agent calls a model that is served"
+            )
         tool = check.get("tool")
         if tool is not None and agent.tool_named(tool) is None:
             raise _refused(
