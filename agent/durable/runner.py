@@ -586,7 +586,7 @@ class Runner:
             await self._learn([await calls(self.store.get, run_id)])
         taken = await calls(self._unbuilt, self._taken, run_id, answer, approved, more, segments, by)
         try:
-            build = functools.partial(self._rebuilt, taken.record, False)
+            build = functools.partial(self._rebuilt, taken.record)
             agent = await beside(build, f"endstate-claim {taken.record.agent[:60]}")
         except asyncio.CancelledError:  # its lease lapses: recovery goes on with the reply it took
             self._let_go(run_id, None)
@@ -740,13 +740,13 @@ class Runner:
         for it) it ends as `error` instead, keeping its snapshot for `endstate resume`.
         """
         try:
-            agent = self._rebuilt(record, recovering)
+            agent = self._rebuilt(record)
         except BaseException as exc:
             self._not_resumed(record, release_to, recovering, exc)
             raise
         return self._resumed(record, agent, release_to, recovering=recovering, more=more, known=known)
 
-    def _rebuilt(self, record: RunRecord, recovering: bool) -> Agent | ForeignAgent:
+    def _rebuilt(self, record: RunRecord) -> Agent | ForeignAgent:
         """The held run's agent, from its catalog entry, within the prepare deadline: in recovery, and for
         a claim too, which holds the run meanwhile (a redeployed build that hung held it, renewed, for
         ever: no answer, resume or `end` could take it until the process ended)."""
@@ -874,18 +874,18 @@ class Runner:
     async def _expiring(self, held: RunRecord, now: float, calls: Calls) -> Job | None:
         """The job of a run claimed past its deadline (see `_claim_expired`)."""
         try:
-            agent = await self._rebuilt_beside(held, True)
+            agent = await self._rebuilt_beside(held)
             return await self._held_job(calls(self._expiry_job, held, now, agent))
         except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
             ended = Unrecoverable(await calls(self._end_unresumable, held, exc))
             log.error("run %s cannot be expired here: %s", held.run_id, ended)
         return None
 
-    async def _rebuilt_beside(self, held: RunRecord, recovering: bool) -> Agent | ForeignAgent:
+    async def _rebuilt_beside(self, held: RunRecord) -> Agent | ForeignAgent:
         """`_rebuilt` on a thread of its own; a caller cut off meanwhile lets the run go (its lease
         lapses: recovery goes on with it, and with the reply it was claimed with)."""
         try:
-            build = functools.partial(self._rebuilt, held, recovering)
+            build = functools.partial(self._rebuilt, held)
             return await beside(build, f"endstate-build {held.agent[:60]}")
         except asyncio.CancelledError:
             self._let_go(held.run_id, None)
@@ -904,7 +904,7 @@ class Runner:
         if record is None:
             return None
         try:
-            return self._expiry_job(record, now, self._rebuilt(record, True))
+            return self._expiry_job(record, now, self._rebuilt(record))
         except Exception as exc:  # its deadline passed and it cannot be rebuilt: it ends, saying why
             ended = Unrecoverable(self._end_unresumable(record, exc))
             log.error("run %s cannot be expired here: %s", record.run_id, ended)
@@ -1083,7 +1083,7 @@ class Runner:
     async def _recovered(self, held: RunRecord, calls: Calls) -> Job:
         """The job of a run taken over in recovery (one that cannot be rebuilt ends `error`)."""
         try:
-            agent = await self._rebuilt_beside(held, True)
+            agent = await self._rebuilt_beside(held)
         except Exception as exc:
             await calls(self._not_resumed, held, None, True, exc)
             raise
@@ -1247,9 +1247,7 @@ class Runner:
             signal = either(self.shutting_down, check_cancel(cancel), self._own_cancel(job))
             result = await job.segment(signal)
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
-            if job.recovering or swept_unbuildable(
-                job, exc
-            ):  # nobody asked for it: it ends error, saying why
+            if job.recovering or swept_unbuildable(job, exc):  # nobody asked for it: ends error, saying why
                 raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
             await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
             raise
