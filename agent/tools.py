@@ -35,6 +35,7 @@ from agent.content import (
 )
 from agent.context import RunContext
 from agent.errors import ConfigError
+from agent.journal import FrozenDict, FrozenList
 from agent.text import written
 
 _JSON_TYPES: dict[Any, str] = {
@@ -537,6 +538,8 @@ def _own(arguments: dict[str, Any]) -> dict[str, Any]:
     given in place (sorts a list, fills in a dict): the call recorded in the journal, sent back to the
     model and saved, stays the model's. Arguments of plain values (the usual call) are not copied:
     `fn(**kwargs)` copies the top level."""
+    if type(arguments) is not dict:  # a journal's call's (`FrozenDict`): `fn(**kwargs)` makes a dict of it
+        arguments = dict(arguments)
     for value in arguments.values():
         if type(value) in _NESTED:
             return {name: _copied(v) for name, v in arguments.items()}
@@ -547,7 +550,7 @@ def _copied(value: Any) -> Any:
     """A JSON value with its lists and dicts copied (iteratively: a model's arguments may nest deep)."""
     if type(value) not in _NESTED:
         return value
-    top: Any = dict(value) if type(value) is dict else list(value)
+    top: Any = dict(value) if isinstance(value, dict) else list(value)
     todo = [top]
     while todo:
         node = todo.pop()
@@ -555,12 +558,12 @@ def _copied(value: Any) -> Any:
         for key in keys:
             child = node[key]
             if type(child) in _NESTED:
-                node[key] = dict(child) if type(child) is dict else list(child)
+                node[key] = dict(child) if isinstance(child, dict) else list(child)
                 todo.append(node[key])
     return top
 
 
-_NESTED = (dict, list)
+_NESTED = (dict, list, FrozenDict, FrozenList)
 
 
 async def _sync_call(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> ToolOutcome:
