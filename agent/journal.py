@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, cast
 
 from agent._frozen import fast_init
 from agent.content import Block
@@ -45,6 +45,79 @@ class _NoData(Mapping[str, Any]):
 NO_DATA: Mapping[str, Any] = _NoData()
 """No provider data: the default of every `provider_data`."""
 
+_KEPT_AS_IT_CAME = (
+    "a journal entry's data (a call's arguments, a provider's block) is kept as it came and cannot be "
+    "changed: change a copy of it (copy.deepcopy gives a plain one)"
+)
+
+
+class FrozenDict(dict[str, Any]):
+    """A JSON object of a journal entry: read as a dict, never changed (see `frozen`)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(_KEPT_AS_IT_CAME)
+
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _thawed, (dict(self),)  # a copy (or pickle) is a plain dict, the caller's own
+
+
+class FrozenList(list[Any]):
+    """A JSON array of a journal entry: read as a list, never changed (see `frozen`)."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(_KEPT_AS_IT_CAME)
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _thawed, (list(self),)
+
+
+_FROZEN = (FrozenDict, FrozenList)
+_THAWED: dict[type[Any], type[Any]] = {dict: FrozenDict, list: FrozenList}
+
+
+def frozen(value: Any) -> Any:
+    """`value` with its dicts and lists, at every depth, made read-only (`FrozenDict`, `FrozenList`):
+    the JSON data a journal entry holds, which a tool, a hook, a verifier or an adapter handed it could
+    otherwise change in place, and with it the run's history, what is saved and what the model is sent.
+    Other values are kept as they are (the journal refuses what it cannot keep as the loop takes it)."""
+    kind = type(value)
+    if kind not in _THAWED:
+        return value
+    top = _THAWED[kind]()
+    todo = [(top, value)]
+    while todo:  # not recursive: a model's arguments may nest deep
+        into, source = todo.pop()
+        pairs = source.items() if type(source) is dict else enumerate(source)
+        for key, item in pairs:
+            made = item
+            if (inner := type(item)) in _THAWED:
+                made = _THAWED[inner]()
+                todo.append((made, item))
+            if type(into) is FrozenDict:
+                dict.__setitem__(cast("dict[Any, Any]", into), key, made)
+            else:
+                list.append(into, made)
+    return top
+
+
+def _thawed(value: Any) -> Any:
+    """A plain copy of frozen JSON data, at every depth (`copy.deepcopy`, `pickle`)."""
+    if type(value) in (dict, FrozenDict):
+        return {k: _thawed(v) for k, v in value.items()}
+    if type(value) in (list, FrozenList):
+        return [_thawed(v) for v in value]
+    return value
+
 
 @fast_init
 @dataclass(frozen=True)
@@ -54,6 +127,10 @@ class Text:
 
     text: str
     provider_data: Mapping[str, Any] = field(default=NO_DATA, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.provider_data:
+            self.__dict__["provider_data"] = frozen(self.provider_data)
 
 
 @fast_init
@@ -68,6 +145,11 @@ class Call:
     arguments: dict[str, Any]
     provider_data: Mapping[str, Any] = field(default=NO_DATA, hash=False)
 
+    def __post_init__(self) -> None:
+        self.__dict__["arguments"] = frozen(self.arguments)  # as the model made it, whoever reads it
+        if self.provider_data:
+            self.__dict__["provider_data"] = frozen(self.provider_data)
+
 
 @fast_init
 @dataclass(frozen=True)
@@ -75,6 +157,9 @@ class Opaque:
     """A provider block kept verbatim (thinking, server tool use): sent back exactly as it came."""
 
     data: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self.__dict__["data"] = frozen(self.data)
 
 
 Part = Text | Call | Opaque
@@ -164,6 +249,8 @@ class Reply:
     stop: StopKind | None = None  # never None once made: see the class
 
     def __post_init__(self) -> None:
+        if self.provider_data:
+            self.__dict__["provider_data"] = frozen(self.provider_data)
         if self.stop is None:  # (a stop reason that is no text is refused as the journal takes it)
             word = self.stop_reason
             self.__dict__["stop"] = MESSAGES_API_STOPS[word] if isinstance(word, str) else StopKind.OTHER

@@ -35,6 +35,7 @@ from agent.content import (
 )
 from agent.context import RunContext
 from agent.errors import ConfigError
+from agent.journal import FrozenDict, FrozenList
 from agent.text import written
 
 _JSON_TYPES: dict[Any, str] = {
@@ -500,6 +501,7 @@ async def execute(
     does not start. A tool raising `KeyboardInterrupt` cancels the call: it is
     re-raised as `asyncio.CancelledError`, which the loop turns into `cancelled`.
     """
+    arguments = _own(arguments)  # the tool's to change: the journal keeps the call as the model made it
     given = {**arguments, "ctx": ctx} if tool_.wants_ctx else arguments  # `fn(**kwargs)` copies it
     kwargs = tool_.shape.problem(given) or (_typed(tool_, given) if tool_.typed else given)
     if isinstance(kwargs, str):  # what is wrong with the arguments
@@ -529,6 +531,39 @@ async def execute(
     except BaseException as exc:  # a tool's failure, even SystemExit, is data for the model
         left = None if seconds is None else seconds - (time.monotonic() - started)
         return await _failure(exc, left)
+
+
+def _own(arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` with their lists and dicts copied, at every depth, for a tool that changes what it is
+    given in place (sorts a list, fills in a dict): the call recorded in the journal, sent back to the
+    model and saved, stays the model's. Arguments of plain values (the usual call) are not copied:
+    `fn(**kwargs)` copies the top level."""
+    if type(arguments) is not dict:  # a journal's call's (`FrozenDict`): `fn(**kwargs)` makes a dict of it
+        arguments = dict(arguments)
+    for value in arguments.values():
+        if type(value) in _NESTED:
+            return {name: _copied(v) for name, v in arguments.items()}
+    return arguments
+
+
+def _copied(value: Any) -> Any:
+    """A JSON value with its lists and dicts copied (iteratively: a model's arguments may nest deep)."""
+    if type(value) not in _NESTED:
+        return value
+    top: Any = dict(value) if isinstance(value, dict) else list(value)
+    todo = [top]
+    while todo:
+        node = todo.pop()
+        keys = node.keys() if type(node) is dict else range(len(node))
+        for key in keys:
+            child = node[key]
+            if type(child) in _NESTED:
+                node[key] = dict(child) if isinstance(child, dict) else list(child)
+                todo.append(node[key])
+    return top
+
+
+_NESTED = (dict, list, FrozenDict, FrozenList)
 
 
 async def _sync_call(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> ToolOutcome:

@@ -426,23 +426,18 @@ async def said_by(exc: BaseException, left: float | None) -> str:
 
 async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> list[str]:
     """The verifier's failures; `Unfinished` at its own timeout; `BudgetCut` at the limit."""
-    from agent.tools import _in_daemon_thread  # the tools' pool: no hung check blocks exit
-
     own = timeout_of(verifier)
     by_limit = left is not None and (own is None or left <= own)
     checked = _bounded(verifier, left) if left is not None else verifier
     check = functools.partial(checked, ctx)
     grace = CUT_GRACE if getattr(checked, "cuts_itself", False) is True else 0.0
     seconds = left if by_limit else own
-    scope = asyncio.timeout(None if seconds is None else seconds + grace)
+    if seconds is None:  # bounded elsewhere (the Temporal verify activity), no budget: no timer at all
+        return await _checked(verifier, check)
+    scope = asyncio.timeout(seconds + grace)
     try:  # the coroutine made where it is awaited: none left unawaited if entering the timeout fails
         async with scope:
-            value = await _settled(_in_daemon_thread(check, {}))
-            if (plain := _plain_reasons(value)) is not None:
-                return plain
-            # a value of the verifier's own type: its `__iter__` or `__repr__` runs, off the loop
-            reasons: list[str] = await _in_daemon_thread(reasons_of, {"verifier": verifier, "value": value})
-            return reasons
+            return await _checked(verifier, check)
     except TimeoutError:
         if not scope.expired():
             raise  # the verifier's own TimeoutError: it raised, as any other exception
@@ -450,6 +445,18 @@ async def _timed(verifier: Verifier, ctx: RunContext, left: float | None) -> lis
             raise BudgetCut from None
         assert own is not None  # by_limit otherwise
         raise Unfinished(unfinished(verifier, own)) from None
+
+
+async def _checked(verifier: Verifier, check: Callable[[], Any]) -> list[str]:
+    """`check()`'s failure reasons, each step off the event loop."""
+    from agent.tools import _in_daemon_thread  # the tools' pool: no hung check blocks exit
+
+    value = await _settled(_in_daemon_thread(check, {}))
+    if (plain := _plain_reasons(value)) is not None:
+        return plain
+    # a value of the verifier's own type: its `__iter__` or `__repr__` runs, off the loop
+    reasons: list[str] = await _in_daemon_thread(reasons_of, {"verifier": verifier, "value": value})
+    return reasons
 
 
 def checked_in_thread(verifier: Verifier, check: Callable[[], Any]) -> list[str]:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from agent.journal import FrozenDict, FrozenList
 from telemetry.redact import redact_fields
 
 Redact = Callable[[str], str]
@@ -75,10 +76,10 @@ def _key(value: Any, depth: int = 0) -> Hashable | None:
         return value
     if depth > _MAX_KEY_DEPTH:
         return None
-    if kind is dict:
+    if kind is dict or kind is FrozenDict:  # a journal's own data is frozen (agent.journal.frozen)
         return _dict_key(value, depth + 1)
-    if kind is list or kind is tuple:
-        return _items_key(kind, value, depth + 1)
+    if kind is list or kind is tuple or kind is FrozenList:
+        return _items_key(list if kind is FrozenList else kind, value, depth + 1)
     if kind is float:
         return (float, repr(value))
     return (kind, value) if kind in _LEAVES else None

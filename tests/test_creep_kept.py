@@ -15,6 +15,7 @@ serve`.
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
 from collections import Counter
@@ -57,7 +58,7 @@ PLAYS: dict[str, tuple[list[Any], dict[str, Any], str]] = {
     "repeats": ([[call("note", n=1)]] * 6, {}, "no_progress"),
     "talks": ([[say("hm")], [finish("give_up", "cannot")]], {}, "gave_up"),
     "breaks": ([], {}, "error"),
-    "expires": ([[finish("need_help", "Which?")], [finish("done", "ok")]], {"wait": 0.01}, "help_timeout"),
+    "expires": ([[finish("need_help", "Which?")], [finish("done", "ok")]], {"wait": 60}, "help_timeout"),
 }
 
 
@@ -111,9 +112,10 @@ def play(client: TestClient, runner: Runner, rounds: int) -> None:
             if name == "asks":
                 answered = client.post(f"/runs/{run_id}/answer", json={"answer": "the first"}, headers=AUTH)
                 assert answered.status_code == 202, answered.text
-            if name == "expires":
-                time.sleep(0.02)
-                client.portal.call(runner.sweep)  # type: ignore[union-attr]
+            if name == "expires":  # a sweep a second past its deadline, by the clock the test gives it
+                record = runner.store.get(run_id)
+                assert record is not None and record.deadline is not None
+                client.portal.call(functools.partial(runner.sweep, now=record.deadline + 1))  # type: ignore[union-attr]
             assert until(client, run_id, "finished")["stop_reason"] == ends, name
         assert client.get("/metrics").status_code == 200
         assert client.get("/pending", headers=AUTH).status_code == 200

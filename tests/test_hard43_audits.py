@@ -14,6 +14,7 @@ import pytest
 
 from agent import Agent, HelpPolicy, RunContext, StopReason, within
 from agent.audit import SuccessAudit
+from agent.clock import SystemClock
 from agent.durable.runner import AUDIT_HOLD_SECONDS, Catalog, Runner
 from agent.durable.store import RunStatus, open_store
 from agent.models.scripted import ScriptedModel, finish
@@ -22,6 +23,16 @@ from agent.service.auth import Token
 
 TOKEN = "t" * 32
 HOUR = 3600.0
+
+
+class Ahead(SystemClock):
+    """The system's clock, moved on when a test says time passed (no test waits for it)."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def time(self) -> float:
+        return super().time() + self.ahead
 
 
 class Gate:
@@ -52,7 +63,7 @@ def catalog(gate: Gate) -> Catalog:
         lambda state: Agent(
             name="asker",
             model=ScriptedModel([[finish("need_help", "Which one?")]]),
-            help=HelpPolicy(wait_seconds=0.5),
+            help=HelpPolicy(wait_seconds=60),
         ),
     )
     return c
@@ -94,7 +105,8 @@ def test_the_service_sweeps_deadlines_while_an_audit_check_is_still_running(tmp_
     person's deadline passing meanwhile still ends that run `help_timeout` on time."""
     gate = Gate()
     store = open_store(str(tmp_path / "runs.db"))
-    runner = Runner(store, catalog(gate))
+    clock = Ahead()
+    runner = Runner(store, catalog(gate), clock=clock)
     service = Service(runner, Token(TOKEN), sweep_interval=0.05)
 
     async def main() -> tuple[RunStatus | None, Any]:
@@ -104,7 +116,8 @@ def test_the_service_sweeps_deadlines_while_an_audit_check_is_still_running(tmp_
             assert began, "the service never began the audit's check"
             asked = await runner.start("asker", "pick one", run_id="a1")
             assert asked.reason is StopReason.NEED_HELP
-            for _ in range(200):  # its 0.5 s deadline passes while the check still runs
+            clock.ahead = 61.0  # its minute's deadline passes while the check still runs
+            for _ in range(200):
                 record = store.get("a1")
                 if record is not None and record.status is RunStatus.FINISHED:
                     break

@@ -6,7 +6,10 @@ questions) and the answers a person gives (answers, approvals, denials). The ref
 each suspension in memory; the durable run goes through a `Runner` whose store is closed and
 reopened between segments, so every answer is read back from the saved journal. Both must make
 the same model requests and run the same tool calls: a recorded call run again (its result lost
-by the store) gives the same text, so only the calls made show it.
+by the store) gives the same text, so only the calls made show it. Both run on one stopped clock, so
+the journal each model request was made from must be the same entry for entry: a reply's usage, its
+provider stop reason and its opaque provider blocks (thinking, kept verbatim) come back from the
+store as they went in.
 """
 
 from __future__ import annotations
@@ -24,11 +27,24 @@ from agent import Agent, Answer, Approval, Budget, Denial, HumanReply, RunResult
 from agent.durable.runner import Catalog, Runner
 from agent.durable.store import open_store
 from agent.models._messages import messages_of
-from agent.models.scripted import ScriptedModel, call, finish
+from agent.models.scripted import ScriptedModel, call, finish, reply
 
 pytestmark = pytest.mark.slow
 
 Turn = list[tuple[str, int]]  # ("echo" | "approve" | "ask", n)
+
+
+class Stopped:
+    """A clock that never moves: both runs take the same times, so their journals compare whole."""
+
+    def time(self) -> float:
+        return 1_800_000_000.0
+
+    def monotonic(self) -> float:
+        return 0.0
+
+
+CLOCK = Stopped()
 
 
 RAN: list[str] = []  # every tool call made, in order (one run at a time)
@@ -51,15 +67,18 @@ def approve(n: int) -> str:
 
 
 def steps_of(turns: list[Turn]) -> list[Any]:
+    """Each turn a reply of its calls, its usage drawn from it; odd turns think first (a block that must
+    go back to the provider as it came, signature and all)."""
     steps: list[Any] = []
-    for turn in turns:
-        blocks = []
+    for i, turn in enumerate(turns):
+        blocks = [{"type": "thinking", "thinking": f"turn {i}", "signature": f"sig{i}=="}] if i % 2 else []
         for kind, n in turn:
             if kind == "ask":
                 blocks.append(finish("need_help", f"question {n}?"))
             else:
                 blocks.append(call(kind, n=n))
-        steps.append(blocks)
+        used = sum(n for _, n in turn)
+        steps.append(reply(*blocks, input_tokens=100 + i, output_tokens=7 * used + len(turn)))
     return [*steps, [finish("done", "all done")]]
 
 
@@ -69,6 +88,7 @@ def build(state: dict[str, Any]) -> Agent:
         ScriptedModel(steps_of(state["turns"])),
         tools=[echo, approve],
         budget=Budget(max_turns=50, max_seconds=None),
+        clock=CLOCK,
     )
 
 
@@ -106,7 +126,7 @@ def through_store(url: str, turns: list[Turn], answers: list[str]) -> tuple[RunR
     def segment(how: Any) -> RunResult:
         store = open_store(url)  # a new store (connection) for every segment: nothing kept in memory
         try:
-            return asyncio.run(how(Runner(store, catalog)))
+            return asyncio.run(how(Runner(store, catalog, clock=CLOCK)))
         finally:
             store.close()
 
@@ -141,6 +161,9 @@ def test_a_run_through_the_store_ends_as_the_same_run_in_memory(backend: str, tm
             expected.turns,
         )
         assert actual.verifier_failures == expected.verifier_failures
+        assert actual.usage == expected.usage
+        journals = [list(r.journal) for agent in durable for r in agent.model.requests]
+        assert journals == [list(r.journal) for r in reference.model.requests]  # entry for entry
         seen = [r.messages for agent in durable for r in agent.model.requests]  # every request, in order
         assert seen == [r.messages for r in reference.model.requests]
         assert seen == [messages_of(r.journal) for r in reference.model.requests]

@@ -635,7 +635,9 @@ async def _complete(agent: Agent, call: dict[str, Any], settled: Sequence[Entry]
     what it used without waiting for the cancel to reach it with a heartbeat.
     """
     request = w.request_from_json(call["request"], settled)
-    budget = asyncio.timeout(call.get("seconds"))
+    if (seconds := call.get("seconds")) is None:  # time not budgeted: no timer
+        return w.reply_json(await agent.model.complete(request))
+    budget = asyncio.timeout(seconds)
     try:
         async with budget:
             return w.reply_json(await agent.model.complete(request))
