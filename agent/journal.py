@@ -93,6 +93,11 @@ def frozen(value: Any) -> Any:
     kind = type(value)
     if kind not in _THAWED:
         return value
+    for item in value.values() if kind is dict else value:
+        if type(item) in _THAWED:
+            break
+    else:  # the usual call: flat, one copy made in C
+        return _THAWED[kind](value)
     top = _THAWED[kind]()
     todo = [(top, value)]
     while todo:  # not recursive: a model's arguments may nest deep
