@@ -63,7 +63,7 @@ class FrozenDict(dict[str, Any]):
     clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _thawed, (dict(self),)  # a copy (or pickle) is a plain dict, the caller's own
+        return thawed, (dict(self),)  # a copy (or pickle) is a plain dict, the caller's own
 
 
 class FrozenList(list[Any]):
@@ -78,7 +78,7 @@ class FrozenList(list[Any]):
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return _thawed, (list(self),)
+        return thawed, (list(self),)
 
 
 _FROZEN = (FrozenDict, FrozenList)
@@ -115,13 +115,24 @@ def frozen(value: Any) -> Any:
     return top
 
 
-def _thawed(value: Any) -> Any:
-    """A plain copy of frozen JSON data, at every depth (`copy.deepcopy`, `pickle`)."""
-    if type(value) in (dict, FrozenDict):
-        return {k: _thawed(v) for k, v in value.items()}
-    if type(value) in (list, FrozenList):
-        return [_thawed(v) for v in value]
-    return value
+def thawed(value: Any) -> Any:
+    """A plain copy of JSON data, frozen or not: its dicts and lists copied at every depth (iteratively:
+    a model's arguments may nest deep); other values kept as they are (`copy.deepcopy`, `pickle`, and
+    the copy a tool is given of its arguments)."""
+    if type(value) not in CONTAINERS:
+        return value
+    top: Any = dict(value) if isinstance(value, dict) else list(value)
+    todo = [top]
+    while todo:
+        node = todo.pop()
+        for key in node.keys() if type(node) is dict else range(len(node)):
+            if type(child := node[key]) in CONTAINERS:
+                node[key] = dict(child) if isinstance(child, dict) else list(child)
+                todo.append(node[key])
+    return top
+
+
+CONTAINERS = (dict, list, FrozenDict, FrozenList)
 
 
 @fast_init

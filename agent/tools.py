@@ -35,7 +35,7 @@ from agent.content import (
 )
 from agent.context import RunContext
 from agent.errors import ConfigError
-from agent.journal import FrozenDict, FrozenList
+from agent.journal import CONTAINERS, thawed
 from agent.text import written
 
 _JSON_TYPES: dict[Any, str] = {
@@ -541,29 +541,9 @@ def _own(arguments: dict[str, Any]) -> dict[str, Any]:
     if type(arguments) is not dict:  # a journal's call's (`FrozenDict`): `fn(**kwargs)` makes a dict of it
         arguments = dict(arguments)
     for value in arguments.values():
-        if type(value) in _NESTED:
-            return {name: _copied(v) for name, v in arguments.items()}
+        if type(value) in CONTAINERS:
+            return {name: thawed(v) for name, v in arguments.items()}
     return arguments
-
-
-def _copied(value: Any) -> Any:
-    """A JSON value with its lists and dicts copied (iteratively: a model's arguments may nest deep)."""
-    if type(value) not in _NESTED:
-        return value
-    top: Any = dict(value) if isinstance(value, dict) else list(value)
-    todo = [top]
-    while todo:
-        node = todo.pop()
-        keys = node.keys() if type(node) is dict else range(len(node))
-        for key in keys:
-            child = node[key]
-            if type(child) in _NESTED:
-                node[key] = dict(child) if isinstance(child, dict) else list(child)
-                todo.append(node[key])
-    return top
-
-
-_NESTED = (dict, list, FrozenDict, FrozenList)
 
 
 async def _sync_call(tool_: Tool, kwargs: dict[str, Any], seconds: float | None) -> ToolOutcome:

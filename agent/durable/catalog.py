@@ -115,6 +115,14 @@ def check_prepared(agent: str, state: Any) -> None:
         )
 
 
+def retired_model(agent: object) -> str:
+    """What the model table says of the agent's model when the API has retired it (its date came while
+    a run waited: every call of it fails), else "" (a served model, a foreign agent, a model of a team's
+    own with no such word)."""
+    said = getattr(getattr(agent, "model", None), "retired", "")
+    return said if isinstance(said, str) else ""
+
+
 class BuildHangs(AgentUnavailable):
     """A catalog entry's `build` did not finish within its deadline (the `prepare_timeout`) where nobody
     waits on it: in a sweep (recovery, deadlines, audits), one hung build held every later run."""

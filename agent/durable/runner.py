@@ -64,6 +64,7 @@ from agent.durable.catalog import (
     named_as_entry,
     prepare_timeout,
     prepare_within,
+    retired_model,
 )
 from agent.durable.store import (
     Lease,
@@ -1864,8 +1865,7 @@ def check_model_served(agent: Agent | ForeignAgent, record: RunRecord) -> None:
     the API has retired (its date came while the run waited): its next call would fail, ending the run as
     error for good, the reply it was claimed with spent. Given back, it waits for the agent to be deployed
     with a served model."""
-    retired = getattr(agent.model, "retired", "") if isinstance(agent, Agent) else ""
-    if isinstance(retired, str) and retired:
+    if retired := retired_model(agent):
         raise NotInCatalog(
             f"agent {record.agent!r} cannot call its model: {retired}; every call of it fails, so run "
             f"{record.run_id} would end as error. It is left as it was (it still waits, if it waited); "

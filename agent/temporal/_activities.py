@@ -40,6 +40,7 @@ from agent.durable.catalog import (
     named_as_entry,
     prepare_timeout,
     prepare_within,
+    retired_model,
 )
 from agent.errors import ConfigError, ModelError, SnapshotError, TransientModelError
 from agent.history import HistoryPolicy
@@ -366,8 +367,7 @@ class EndstateActivities:
                 f"raised {type(exc).__name__}: {await said_soon(exc)}. Fix the build and deploy the "
                 "worker again"
             ) from exc
-        retired = getattr(agent.model, "retired", "")  # the model table's word: its date came meanwhile
-        if isinstance(retired, str) and retired:
+        if retired := retired_model(agent):
             raise _refused(
                 f"agent {run['agent']!r} cannot call its model: {retired}; every call of it fails, so the "
                 "run would end as error. Deploy a worker whose agent calls a model that is served"
