@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from drift_support import started
 from test_runner_agents import counted, counter_state, make_counter
 
 from agent import StopReason
@@ -41,12 +42,8 @@ def runner(store_url: str, cancel: Any = None, **options: Any) -> Runner:
 def test_a_reply_to_a_run_the_new_cancel_hook_fails_on_is_refused_and_the_run_waits(
     store_url: str, tmp_path: Path, script: str, reply: dict[str, Any]
 ) -> None:
-    old = runner(store_url)
-    try:
-        first = asyncio.run(old.start("counter", "count", state=counter_state(tmp_path, script), run_id="c1"))
-        assert first.reason is StopReason.NEED_HELP
-    finally:
-        old.store.close()
+    first = started(store_url, counter_state(tmp_path, script), "c1")
+    assert first.reason is StopReason.NEED_HELP
 
     new = runner(store_url, strict_cancel)
     try:

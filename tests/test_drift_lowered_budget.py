@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from drift_support import counter_runner, started
 from test_runner_agents import counter_state, make_counter
 
 from agent import Agent, Budget, Extension, StopReason
-from agent.durable.runner import Catalog, Runner
-from agent.durable.store import RunStatus, open_store
+from agent.durable.store import RunStatus
 from agent.errors import SnapshotError
 
 
@@ -30,23 +30,13 @@ def lowered(state: dict[str, Any]) -> Agent:
     return dataclasses.replace(make_counter(state), budget=Budget(max_turns=1, max_seconds=120))
 
 
-def runner(store_url: str, build: Any) -> Runner:
-    catalog = Catalog()
-    catalog.register("counter", build)
-    return Runner(open_store(store_url), catalog)
-
-
 def test_more_budget_too_small_for_a_lowered_ceiling_says_how_much_it_needs(
     store_url: str, tmp_path: Path
 ) -> None:
-    old = runner(store_url, make_counter)
-    try:
-        first = asyncio.run(old.start("counter", "count", state=counter_state(tmp_path, "ask"), run_id="b1"))
-        assert (first.reason, first.turns) == (StopReason.NEED_HELP, 2)
-    finally:
-        old.store.close()
+    first = started(store_url, counter_state(tmp_path, "ask"), "b1")
+    assert (first.reason, first.turns) == (StopReason.NEED_HELP, 2)
 
-    new = runner(store_url, lowered)
+    new = counter_runner(store_url, lowered)
     try:
         stopped = asyncio.run(new.resume("b1", "3"))
         assert (stopped.reason, stopped.limit, stopped.turns) == (StopReason.LIMIT, "turns", 2)

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from drift_support import counter_runner, started
 from test_runner_agents import counter_state, make_counter
 
 from agent import Agent, StopReason
-from agent.durable.runner import AgentUnavailable, Catalog, NotInCatalog, Runner
-from agent.durable.store import RunStatus, open_store
+from agent.durable.runner import AgentUnavailable, NotInCatalog
+from agent.durable.store import RunStatus
 
 
 def without_wire(state: dict[str, Any]) -> Agent:
@@ -35,12 +36,6 @@ def broken(state: dict[str, Any]) -> Agent:
     raise ImportError("No module named 'billing_sdk'")
 
 
-def runner(store_url: str, build: Any) -> Runner:
-    catalog = Catalog()
-    catalog.register("counter", build)
-    return Runner(open_store(store_url), catalog)
-
-
 @pytest.mark.parametrize(
     ("script", "build", "reply", "refused", "why"),
     [
@@ -51,14 +46,10 @@ def runner(store_url: str, build: Any) -> Runner:
 def test_a_reply_the_redeployed_agent_cannot_take_is_kept_as_not_taken(
     store_url: str, tmp_path: Path, script: str, build: Any, reply: dict[str, Any], refused: type, why: str
 ) -> None:
-    old = runner(store_url, make_counter)
-    try:
-        first = asyncio.run(old.start("counter", "count", state=counter_state(tmp_path, script), run_id="d1"))
-        assert first.reason is StopReason.NEED_HELP
-    finally:
-        old.store.close()
+    first = started(store_url, counter_state(tmp_path, script), "d1")
+    assert first.reason is StopReason.NEED_HELP
 
-    new = runner(store_url, build)
+    new = counter_runner(store_url, build)
     try:
         with pytest.raises(refused, match=why):
             asyncio.run(new.resume("d1", reply.get("answer"), approved=reply.get("approved"), by="ana"))
@@ -71,7 +62,7 @@ def test_a_reply_the_redeployed_agent_cannot_take_is_kept_as_not_taken(
     finally:
         new.store.close()
 
-    fixed = runner(store_url, make_counter)
+    fixed = counter_runner(store_url, make_counter)
     try:
         done = asyncio.run(fixed.resume("d1", reply.get("answer"), approved=reply.get("approved"), by="ana"))
         assert done.reason is StopReason.SUCCESS
@@ -93,12 +84,8 @@ def test_the_inbox_says_an_approval_the_redeployed_service_refused_was_not_taken
 
     token = "test-token-0123456789abcdef"
     auth = {"Authorization": f"Bearer {token}"}
-    old = runner(store_url, make_counter)
-    try:
-        asyncio.run(old.start("counter", "count", state=counter_state(tmp_path, "approve"), run_id="d2"))
-    finally:
-        old.store.close()
-    service = Service(runner(store_url, without_wire), Token(token), sweep_interval=3600)
+    started(store_url, counter_state(tmp_path, "approve"), "d2")
+    service = Service(counter_runner(store_url, without_wire), Token(token), sweep_interval=3600)
     try:
         with TestClient(create_app(service), base_url="http://127.0.0.1:8000") as api:
             refused = api.post("/runs/d2/approve", json={"by": "ana"}, headers=auth)

@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from drift_support import counter_runner, started
 from messages_api import MessagesAPI, error, message, tool_use
 from test_runner_agents import counter_state, make_counter
 
 from agent import Agent, RetryPolicy, StopReason
 from agent.budget import Extension
-from agent.durable.runner import Catalog, NotInCatalog, Runner
-from agent.durable.store import RunStatus, open_store
+from agent.durable.runner import NotInCatalog
+from agent.durable.store import RunStatus
 from agent.models.anthropic import AnthropicModel
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=False)
@@ -39,24 +40,14 @@ def on_model(model_id: str, url: str) -> Any:
     return build
 
 
-def runner(store_url: str, build: Any) -> Runner:
-    catalog = Catalog()
-    catalog.register("counter", build)
-    return Runner(open_store(store_url), catalog)
-
-
 def test_a_reply_to_a_run_whose_model_was_retired_is_refused_until_a_served_model_is_deployed(
     store_url: str, tmp_path: Path
 ) -> None:
-    old = runner(store_url, make_counter)
-    try:
-        first = asyncio.run(old.start("counter", "count", state=counter_state(tmp_path, "ask"), run_id="m1"))
-        assert first.reason is StopReason.NEED_HELP
-    finally:
-        old.store.close()
+    first = started(store_url, counter_state(tmp_path, "ask"), "m1")
+    assert first.reason is StopReason.NEED_HELP
 
     with MessagesAPI(error(404, "model: claude-sonnet-4-5", type="not_found_error")) as api:
-        retired = runner(store_url, on_model("claude-sonnet-4-5", api.url))
+        retired = counter_runner(store_url, on_model("claude-sonnet-4-5", api.url))
         try:
             with pytest.raises(
                 NotInCatalog, match=r"claude-sonnet-4-5 is retired.*claude-sonnet-5-5"
@@ -72,7 +63,7 @@ def test_a_reply_to_a_run_whose_model_was_retired_is_refused_until_a_served_mode
 
     done_reply = message(tool_use("finish", {"kind": "done", "note": "counted"}))
     with MessagesAPI(message(tool_use("count", {"n": 3})), done_reply) as api:
-        served = runner(store_url, on_model("claude-sonnet-5-5", api.url))
+        served = counter_runner(store_url, on_model("claude-sonnet-5-5", api.url))
         try:
             done = asyncio.run(served.resume("m1", "3", by="ana"))
             assert done.reason is StopReason.SUCCESS, done.note
@@ -85,13 +76,9 @@ def test_more_budget_for_a_run_whose_model_was_retired_is_refused_as_well(
     store_url: str, tmp_path: Path
 ) -> None:
     state = counter_state(tmp_path, "plain", max_turns=1)
-    old = runner(store_url, make_counter)
-    try:
-        first = asyncio.run(old.start("counter", "count", state=state, run_id="m2"))
-        assert first.reason is StopReason.LIMIT
-    finally:
-        old.store.close()
-    retired = runner(store_url, on_model("claude-sonnet-4-5", "http://127.0.0.1:9"))
+    first = started(store_url, state, "m2")
+    assert first.reason is StopReason.LIMIT
+    retired = counter_runner(store_url, on_model("claude-sonnet-4-5", "http://127.0.0.1:9"))
     try:
         with pytest.raises(NotInCatalog, match="claude-sonnet-4-5 is retired"):
             asyncio.run(retired.resume("m2", more=Extension(turns=5)))
