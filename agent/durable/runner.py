@@ -1250,7 +1250,8 @@ class Runner:
         except EndstateError as exc:  # refused before it began (a bad snapshot): give the run back
             if job.recovering or swept_unbuildable(job, exc):  # nobody asked for it: ends error, saying why
                 raise Unrecoverable(await self._on_writer(self._end_unresumable, job.record, exc)) from exc
-            await self._on_writer(self._let_go, job.run_id, job.release_to, refusal(job, exc))
+            why = refused_why(job.record, job.release_to, exc)
+            await self._on_writer(self._let_go, job.run_id, job.release_to, why)
             raise
         except (Exception, SystemExit) as exc:  # the segment itself failed, past every catch of the loop
             # or a framework's observer (a bug), or its catalog's `cancel(state)` did (`SystemExit` too:
@@ -1904,7 +1905,7 @@ class CancelHookFailed(AgentUnavailable):
 
 
 def swept_unbuildable(job: Job, exc: Exception) -> bool:
-    """True for a deadline sweep's run (no person's reply: `refusal` keeps none) whose entry's
+    """True for a deadline sweep's run (no person's reply: `refused_why` keeps none) whose entry's
     `cancel(state)` raised: it ends as error there, as a build that fails in a sweep does (resumable
     once fixed), rather than be given back to fail again at every sweep."""
     record = job.record
@@ -1912,14 +1913,10 @@ def swept_unbuildable(job: Job, exc: Exception) -> bool:
     return isinstance(exc, CancelHookFailed) and job.release_to is RunStatus.WAITING and no_reply
 
 
-def refusal(job: Job, exc: Exception) -> str | None:
-    """Why what a run was claimed with was not taken, as the run keeps it for the person who gave it
-    (None for a sweep's expiry, which no person asked for: the next sweep tries again)."""
-    return refused_why(job.record, job.release_to, exc)
-
-
 def refused_why(record: RunRecord, release_to: RunStatus | None, exc: Exception) -> str | None:
-    """`refusal` of a run claimed as `record`, given back as `release_to`."""
+    """Why what a run was claimed with (`record`) was not taken, as the run keeps it for the person who
+    gave it; given back as `release_to`. None for a sweep's expiry, which no person asked for: the next
+    sweep tries again."""
     if record.answer is None and record.approved is None and release_to is RunStatus.WAITING:
         return None
     what = "the answer" if record.answer is not None else "the resume"
